@@ -1,0 +1,27 @@
+"""cubelab — learn how a GPU kernel compiler and runtime work, CubeCL-style, from Python.
+
+The public surface is this module and `cubelab.prelude`; everything else may change.
+`import cubelab` is light: no IPython, ipywidgets or rich, and no adapter is requested until a
+device is asked for.
+"""
+
+from cubelab.errors import (
+    BufferFailure,
+    CompileError,
+    CubeError,
+    DeviceError,
+    KernelSourceError,
+    LaunchError,
+)
+from cubelab.frontend.kernel import cube
+from cubelab.runtime.device import Device
+from cubelab.runtime.handle import BufferArg, Handle, ScalarArg
+from cubelab.runtime.kernel import CubeCount, CubeDim, ExecutionMode, KernelId
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BufferFailure", "CompileError", "CubeError", "DeviceError", "KernelSourceError",
+    "LaunchError", "cube", "Device", "BufferArg", "Handle", "ScalarArg", "CubeCount", "CubeDim",
+    "ExecutionMode", "KernelId", "__version__",
+]

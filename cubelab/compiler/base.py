@@ -1,0 +1,42 @@
+"""What every target generator produces, and the protocol it implements.
+
+A target (`wgsl.py`, `msl.py`, ...) turns a `KernelDefinition` that has been through the passes
+into source text. Besides the text it returns a line map — generated line → the Python source
+location of the op that produced it — which error messages and the inspector's line
+correspondence both read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from cubelab.compiler.info import InfoLayout
+from cubelab.ir.core import KernelDefinition, Loc
+
+
+@dataclass
+class CompiledSource:
+    target: str
+    entry: str
+    source: str
+    info: InfoLayout
+    # 1-based generated line -> kernel source location (only lines that came from an op)
+    line_map: dict[int, Loc] = field(default_factory=dict)
+
+    def loc_of_line(self, line: int) -> Loc | None:
+        """The nearest mapped location at or above `line`."""
+        for ln in range(line, 0, -1):
+            if ln in self.line_map:
+                return self.line_map[ln]
+        return None
+
+
+class Target(Protocol):
+    name: str
+
+    def compile(self, kernel: KernelDefinition) -> CompiledSource: ...
+
+
+class CodegenError(Exception):
+    """The IR holds something this target cannot express."""

@@ -1,0 +1,69 @@
+"""cubelab's errors. Each names the kernel, points at the line, and says what to do instead.
+
+    cubelab.KernelSourceError: in kernel `saxpy` at saxpy.py:7:9: `lambda` is not allowed in a kernel
+        y[ABSOLUTE_POS] = (lambda v: v)(x[ABSOLUTE_POS])
+                           ^
+      hint: write a @cube helper function and call it instead
+"""
+
+from __future__ import annotations
+
+import linecache
+
+
+class CubeError(Exception):
+    """Base of every error cubelab raises on purpose."""
+
+
+def caret_block(file: str, line: int, col: int, source_line: str | None = None) -> str:
+    text = source_line if source_line is not None else linecache.getline(file, line)
+    text = text.rstrip("\n")
+    if not text:
+        return ""
+    stripped = text.lstrip()
+    shift = len(text) - len(stripped)
+    return f"    {stripped}\n    {' ' * max(0, col - shift)}^"
+
+
+class KernelSourceError(CubeError):
+    """The kernel's Python source uses something a kernel cannot do."""
+
+    def __init__(self, kernel: str, file: str, line: int, col: int, message: str,
+                 hint: str = "", source_line: str | None = None) -> None:
+        self.kernel, self.file, self.line, self.col = kernel, file, line, col
+        self.message, self.hint = message, hint
+        parts = [f"in kernel `{kernel}` at {file}:{line}:{col + 1}: {message}"]
+        block = caret_block(file, line, col, source_line)
+        if block:
+            parts.append(block)
+        if hint:
+            parts.append(f"  hint: {hint}")
+        super().__init__("\n".join(parts))
+
+
+class LaunchError(CubeError):
+    """A launch's arguments are wrong; raised on the calling thread, nothing was submitted."""
+
+
+class CompileError(CubeError):
+    """The generated source was refused by the driver (naga); names both source lines."""
+
+
+class DeviceError(CubeError):
+    """No device of the requested kind, or the device itself failed."""
+
+
+class BufferFailure(CubeError):
+    """Raised when reading a buffer that a failed launch should have written.
+
+    Failure is buffer state (seed 001): the launch returned long ago; the error waited on the
+    buffers it would have written, and surfaces here with its root cause.
+    """
+
+    def __init__(self, handle_id: int, kernel: str, cause: BaseException,
+                 skipped: tuple[str, ...] = ()) -> None:
+        self.handle_id, self.kernel, self.cause, self.skipped = handle_id, kernel, cause, skipped
+        msg = f"buffer #{handle_id} holds no valid data: kernel `{kernel}` failed:\n{cause}"
+        if skipped:
+            msg += "\n(launches skipped because of it: " + ", ".join(skipped) + ")"
+        super().__init__(msg)

@@ -1,0 +1,451 @@
+"""The AST rewrite: a kernel's body becomes an `expand(__s, ...)` function that builds IR.
+
+This is cubelab's `#[cube]` macro. Statements keep their shape; every operator becomes a call
+into `cubelab.frontend.ops` (`__cl`) with the scope first and the source position last:
+
+    y[ABSOLUTE_POS] = Vector.new(F.cast_from(a)) * x[ABSOLUTE_POS] + y[ABSOLUTE_POS]
+  becomes
+    __cl.setitem(__s, y, ABSOLUTE_POS, __cl.binop(__s, 'add', __cl.binop(__s, 'mul',
+        __cl.method(__s, Vector, 'new', [...], at=(7, 26)), ...), at=(7, 4))
+
+A runtime `if` becomes two local functions handed to `__cl.if_` (CubeCL's `if_expand` and its
+closures); a `for` body becomes a function of the loop index handed to `__cl.for_range`. Names
+assigned inside those bodies are `nonlocal`, pre-bound to `UNBOUND` at the top of `expand`.
+
+Everything outside the kernel language is refused here, at decoration time, with the line and a
+caret. New constructs slot in as one `visit_*` method and one `ops` function each.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass, field
+
+from cubelab.errors import KernelSourceError
+
+_BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
+           ast.FloorDiv: "floordiv", ast.Mod: "mod"}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
+           ast.NotEq: "ne"}
+
+# Constructs the kernel language refuses, with what to write instead.
+_REFUSED: dict[type, tuple[str, str]] = {
+    ast.Try: ("`try` is not allowed in a kernel", "kernels cannot catch; guard with `if` instead"),
+    ast.With: ("`with` is not allowed in a kernel", "write the body without the context manager"),
+    ast.Lambda: ("`lambda` is not allowed in a kernel",
+                 "write a @cube helper function and call it"),
+    ast.ListComp: ("list comprehensions are not allowed in a kernel",
+                   "use a for loop (unroll(range(...)) for comptime lengths)"),
+    ast.SetComp: ("set comprehensions are not allowed in a kernel", "use a for loop"),
+    ast.DictComp: ("dict comprehensions are not allowed in a kernel", "use a for loop"),
+    ast.GeneratorExp: ("generator expressions are not allowed in a kernel", "use a for loop"),
+    ast.ClassDef: ("classes cannot be defined in a kernel", "define them outside the kernel"),
+    ast.FunctionDef: ("functions cannot be defined inside a kernel",
+                      "define a @cube helper at module level and call it"),
+    ast.AsyncFunctionDef: ("async functions are not allowed in a kernel", ""),
+    ast.Global: ("`global` is not allowed in a kernel",
+                 "pass the value as an argument (Comptime[...] if it is fixed per compile)"),
+    ast.Nonlocal: ("`nonlocal` is not allowed in a kernel", "pass the value as an argument"),
+    ast.Yield: ("`yield` is not allowed in a kernel", "write the outputs into a SliceMut"),
+    ast.YieldFrom: ("`yield from` is not allowed in a kernel", ""),
+    ast.Await: ("`await` is not allowed in a kernel", ""),
+    ast.Raise: ("`raise` is not allowed in a kernel", "a GPU lane cannot raise; guard with `if`"),
+    ast.Assert: ("`assert` is not allowed in a kernel", "guard with `if`"),
+    ast.Delete: ("`del` is not allowed in a kernel", ""),
+    ast.Import: ("imports are not allowed in a kernel", "import at module level"),
+    ast.ImportFrom: ("imports are not allowed in a kernel", "import at module level"),
+    ast.NamedExpr: ("`:=` is not allowed in a kernel", "assign on its own line"),
+    ast.JoinedStr: ("f-strings are not allowed in a kernel", ""),
+    ast.Match: ("`match` is not allowed in a kernel", "use if/elif/else"),
+    ast.Starred: ("`*args` unpacking is not allowed in a kernel", "pass arguments one by one"),
+    ast.While: ("`while` is not part of the kernel language yet",
+                "use `for i in range(...)` with a bound"),
+    ast.Break: ("`break` is not part of the kernel language yet",
+                "guard the rest of the loop body with an `if`"),
+    ast.Continue: ("`continue` is not part of the kernel language yet",
+                   "guard the rest of the loop body with an `if`"),
+    ast.Set: ("set literals are not allowed in a kernel", ""),
+    ast.Dict: ("dict literals are not allowed in a kernel", ""),
+}
+
+
+@dataclass
+class ParamInfo:
+    name: str
+    annotation: ast.expr | None
+    lineno: int
+    col: int
+
+
+@dataclass
+class Rewritten:
+    source: str  # the `def expand(...)` text, as shown to users
+    params: list[ParamInfo]
+    free_names: dict[str, tuple[int, int]]  # name -> first (line, col) it is read
+    locals: list[str]
+    readonly_params: set[str] = field(default_factory=set)
+
+
+class _Analysis(ast.NodeVisitor):
+    """Which names are assigned where (to decide SSA binding vs mutable local)."""
+
+    def __init__(self) -> None:
+        self.sites: dict[str, int] = {}
+        self.nested: set[str] = set()
+        self.aug: set[str] = set()
+        self.loop_targets: set[str] = set()
+        self.depth = 0
+        self.loads: dict[str, tuple[int, int]] = {}
+
+    def _target(self, t: ast.expr) -> None:
+        if isinstance(t, ast.Name):
+            self.sites[t.id] = self.sites.get(t.id, 0) + 1
+            if self.depth:
+                self.nested.add(t.id)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._target(t)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._target(node.target)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._target(node.target)
+        if isinstance(node.target, ast.Name):
+            self.aug.add(node.target.id)
+        self.generic_visit(node)
+
+    def _nested(self, node: ast.AST) -> None:
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+
+    def visit_If(self, node: ast.If) -> None:
+        self._nested(node)
+
+    def visit_For(self, node: ast.For) -> None:
+        if isinstance(node.target, ast.Name):
+            self.loop_targets.add(node.target.id)
+        self._nested(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load) and node.id not in self.loads:
+            self.loads[node.id] = (node.lineno, node.col_offset)
+
+
+class _Rewriter(ast.NodeTransformer):
+    def __init__(self, kernel: str, file: str, lines: list[str], mutable: set[str],
+                 readonly: set[str], is_helper: bool) -> None:
+        self.kernel, self.file, self.lines = kernel, file, lines
+        self.mutable = mutable
+        self.readonly = readonly
+        self.is_helper = is_helper
+        self.counter = itertools.count(1)
+        # names assigned in each nested body, for `nonlocal` declarations
+        self.body_stack: list[set[str]] = []
+
+    # -- helpers ------------------------------------------------------------------------------
+    def refuse(self, node: ast.AST, message: str, hint: str = "") -> KernelSourceError:
+        line = getattr(node, "lineno", 0)
+        col = getattr(node, "col_offset", 0)
+        src = self.lines[line - 1] if 0 < line <= len(self.lines) else None
+        return KernelSourceError(self.kernel, self.file, line, col, message, hint, src)
+
+    @staticmethod
+    def at(node: ast.AST) -> ast.keyword:
+        return ast.keyword(
+            arg="at",
+            value=ast.Tuple([ast.Constant(node.lineno), ast.Constant(node.col_offset)],  # type: ignore[attr-defined]
+                            ast.Load()),
+        )
+
+    @staticmethod
+    def cl(fn: str) -> ast.Attribute:
+        return ast.Attribute(ast.Name("__cl", ast.Load()), fn, ast.Load())
+
+    def call(self, fn: str, args: list[ast.expr], node: ast.AST) -> ast.Call:
+        return ast.Call(self.cl(fn), [ast.Name("__s", ast.Load()), *args], [self.at(node)])
+
+    def note_assigned(self, name: str) -> None:
+        for names in self.body_stack:
+            names.add(name)
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        refused = _REFUSED.get(type(node))
+        if refused is not None:
+            raise self.refuse(node, *refused)
+        return super().generic_visit(node)
+
+    def visit_body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for st in stmts:
+            r = self.visit(st)
+            if r is None:
+                continue
+            out.extend(r if isinstance(r, list) else [r])
+        return out or [ast.Pass()]
+
+    def closure(self, name: str, args: list[str], body: list[ast.stmt]) -> tuple[ast.FunctionDef, set[str]]:
+        assigned: set[str] = set()
+        self.body_stack.append(assigned)
+        try:
+            new_body = self.visit_body(body)
+        finally:
+            self.body_stack.pop()
+        nonlocal_names = sorted(assigned - set(args))
+        if nonlocal_names:
+            new_body.insert(0, ast.Nonlocal(nonlocal_names))
+        fn = ast.FunctionDef(
+            name=name,
+            args=ast.arguments([], [ast.arg(a) for a in args], None, [], [], None, []),
+            body=new_body, decorator_list=[], returns=None, type_params=[],
+        )
+        return fn, assigned
+
+    # -- statements ---------------------------------------------------------------------------
+    def visit_Expr(self, node: ast.Expr) -> ast.AST | None:
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return None  # docstrings and bare strings
+        return ast.Expr(self.visit(node.value))
+
+    def visit_Pass(self, node: ast.Pass) -> ast.AST:
+        return node
+
+    def _check_writable(self, target: ast.expr) -> None:
+        if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) \
+                and target.value.id in self.readonly:
+            n = target.value.id
+            raise self.refuse(target, f"`{n}` is a Slice (read-only); it cannot be assigned",
+                              f"declare it `{n}: SliceMut[...]` to write to it")
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        if len(node.targets) != 1:
+            raise self.refuse(node, "chained assignment `a = b = ...` is not allowed in a kernel",
+                              "assign each name on its own line")
+        (target,) = node.targets
+        self._check_writable(target)
+        value = self.visit(node.value)
+        return self._assign(target, value, node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
+        if node.value is None:
+            raise self.refuse(node, "a declaration without a value", "write `x: f32 = f32(0.0)`")
+        value = self.call("typed", [self.visit(node.annotation), self.visit(node.value)], node)
+        return self._assign(node.target, value, node)
+
+    def _assign(self, target: ast.expr, value: ast.expr, node: ast.AST) -> ast.AST:
+        if isinstance(target, ast.Name):
+            self.note_assigned(target.id)
+            mutable = target.id in self.mutable
+            call = self.call(
+                "assign",
+                [ast.Name(target.id, ast.Load()), value, ast.Constant(target.id),
+                 ast.Constant(mutable)],
+                node,
+            )
+            return ast.Assign([ast.Name(target.id, ast.Store())], call)
+        if isinstance(target, ast.Subscript):
+            if isinstance(target.slice, ast.Slice):
+                raise self.refuse(target, "slice assignment is not part of the kernel language",
+                                  "assign element by element")
+            return ast.Expr(self.call(
+                "setitem", [self.visit(target.value), self.visit(target.slice), value], node))
+        if isinstance(target, (ast.Tuple, ast.List)):
+            raise self.refuse(target, "tuple unpacking is not allowed in a kernel",
+                              "assign one name per line")
+        raise self.refuse(target, "this assignment target is not allowed in a kernel",
+                          "assign to a local name or to buffer[index]")
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.refuse(node, f"the operator `{type(node.op).__name__}=` is not part of the "
+                              "kernel language yet")
+        self._check_writable(node.target)
+        value = self.visit(node.value)
+        t = node.target
+        if isinstance(t, ast.Name):
+            self.note_assigned(t.id)
+            call = self.call("augassign", [ast.Name(t.id, ast.Load()), ast.Constant(op), value,
+                                           ast.Constant(t.id)], node)
+            return ast.Assign([ast.Name(t.id, ast.Store())], call)
+        if isinstance(t, ast.Subscript):
+            return ast.Expr(self.call("augsetitem", [self.visit(t.value), self.visit(t.slice),
+                                                     ast.Constant(op), value], node))
+        raise self.refuse(t, "this assignment target is not allowed in a kernel")
+
+    def visit_If(self, node: ast.If) -> list[ast.stmt]:
+        n = next(self.counter)
+        then_fn, _ = self.closure(f"__then_{n}", [], node.body)
+        out: list[ast.stmt] = [then_fn]
+        else_ref: ast.expr = ast.Constant(None)
+        if node.orelse:
+            else_fn, _ = self.closure(f"__else_{n}", [], node.orelse)
+            out.append(else_fn)
+            else_ref = ast.Name(else_fn.name, ast.Load())
+        cond = self.visit(node.test)
+        out.append(ast.Expr(self.call("if_", [cond, ast.Name(then_fn.name, ast.Load()),
+                                              else_ref], node)))
+        return out
+
+    def visit_For(self, node: ast.For) -> list[ast.stmt]:
+        if node.orelse:
+            raise self.refuse(node, "`for ... else` is not allowed in a kernel",
+                              "drop the else branch")
+        if not isinstance(node.target, ast.Name):
+            raise self.refuse(node.target, "a loop variable must be a single name")
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and it.func.id == "range" and not it.keywords):
+            raise self.refuse(it, "a kernel loop iterates over range(...)",
+                              "write `for i in range(start, end, step):`")
+        n = next(self.counter)
+        body_fn, _ = self.closure(f"__body_{n}", [node.target.id], node.body)
+        args = ast.List([self.visit(a) for a in it.args], ast.Load())
+        return [body_fn, ast.Expr(self.call("for_range", [args, ast.Name(body_fn.name,
+                                                                         ast.Load())], node))]
+
+    def visit_Return(self, node: ast.Return) -> ast.AST:
+        if node.value is None:
+            return node
+        if not self.is_helper:
+            raise self.refuse(node, "a kernel returns nothing",
+                              "write results into a SliceMut argument")
+        return ast.Return(self.visit(node.value))
+
+    # -- expressions --------------------------------------------------------------------------
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.refuse(node, f"the operator `{type(node.op).__name__}` is not part of the "
+                              "kernel language yet", "use + - * / // %")
+        return self.call("binop", [ast.Constant(op), self.visit(node.left),
+                                   self.visit(node.right)], node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        operand = self.visit(node.operand)
+        if isinstance(node.op, ast.Not):
+            return self.call("not_", [operand], node)
+        if isinstance(node.op, ast.USub):
+            return self.call("unary", [ast.Constant("neg"), operand], node)
+        if isinstance(node.op, ast.UAdd):
+            return self.call("unary", [ast.Constant("pos"), operand], node)
+        raise self.refuse(node, "`~` is not part of the kernel language yet")
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        acc = self.visit(node.values[0])
+        for v in node.values[1:]:
+            thunk = ast.Lambda(ast.arguments([], [], None, [], [], None, []), self.visit(v))
+            acc = self.call("boolop", [ast.Constant(op), acc, thunk], node)
+        return acc
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        parts: list[ast.expr] = []
+        left = node.left
+        for op, right in zip(node.ops, node.comparators):
+            pred = _CMPOPS.get(type(op))
+            if pred is None:
+                raise self.refuse(node, f"`{type(op).__name__}` comparisons are not allowed in a "
+                                  "kernel", "use < <= > >= == !=")
+            parts.append(self.call("cmp", [ast.Constant(pred), self.visit(left),
+                                           self.visit(right)], node))
+            left = right
+        acc = parts[0]
+        for p in parts[1:]:
+            thunk = ast.Lambda(ast.arguments([], [], None, [], [], None, []), p)
+            acc = self.call("boolop", [ast.Constant("and"), acc, thunk], node)
+        return acc
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        empty = ast.arguments([], [], None, [], [], None, [])
+        return self.call("ifexp", [self.visit(node.test),
+                                   ast.Lambda(empty, self.visit(node.body)),
+                                   ast.Lambda(empty, self.visit(node.orelse))], node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        if node.keywords:
+            raise self.refuse(node, "keyword arguments are not allowed in kernel calls",
+                              "pass arguments by position")
+        f = node.func
+        if isinstance(f, ast.Name) and f.id == "comptime":
+            if len(node.args) != 1:
+                raise self.refuse(node, "comptime(...) takes one expression")
+            for sub in ast.walk(node.args[0]):
+                if type(sub) in (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.NamedExpr):
+                    raise self.refuse(sub, *_REFUSED[type(sub)])
+            return self.call("comptime", [node.args[0]], node)  # left as plain Python
+        args = [self.visit(a) for a in node.args]
+        if isinstance(f, ast.Attribute):
+            return self.call("method", [self.visit(f.value), ast.Constant(f.attr),
+                                        ast.List(args, ast.Load())], node)
+        return self.call("call", [self.visit(f), ast.List(args, ast.Load())], node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
+        if isinstance(node.slice, ast.Slice):
+            raise self.refuse(node, "sub-slices x[a:b] are not part of the kernel language yet",
+                              "index element by element")
+        return self.call("getitem", [self.visit(node.value), self.visit(node.slice)], node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        return self.call("attr", [self.visit(node.value), ast.Constant(node.attr)], node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return node
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        return node
+
+    def visit_Tuple(self, node: ast.Tuple) -> ast.AST:
+        return ast.Tuple([self.visit(e) for e in node.elts], ast.Load())
+
+    def visit_List(self, node: ast.List) -> ast.AST:
+        return ast.List([self.visit(e) for e in node.elts], ast.Load())
+
+
+def rewrite(fn_node: ast.FunctionDef, kernel: str, file: str, lines: list[str],
+            readonly: set[str], is_helper: bool) -> Rewritten:
+    """Rewrite a parsed kernel (line numbers already absolute) into `expand`'s source."""
+    a = fn_node.args
+    for bad, what in ((a.vararg, "*args"), (a.kwarg, "**kwargs")):
+        if bad is not None:
+            raise KernelSourceError(kernel, file, bad.lineno, bad.col_offset,
+                                    f"{what} is not allowed in a kernel signature",
+                                    "list every argument", lines[bad.lineno - 1])
+    if a.kwonlyargs or a.posonlyargs or a.defaults or a.kw_defaults:
+        node = (a.kwonlyargs or a.posonlyargs or a.defaults or a.kw_defaults)[0]
+        raise KernelSourceError(kernel, file, node.lineno, node.col_offset,  # type: ignore[union-attr]
+                                "keyword-only, positional-only and default arguments are not "
+                                "allowed in a kernel signature",
+                                "list plain arguments; use Comptime[...] for settings",
+                                lines[node.lineno - 1])  # type: ignore[union-attr]
+    params = [ParamInfo(p.arg, p.annotation, p.lineno, p.col_offset) for p in a.args]
+    analysis = _Analysis()
+    for st in fn_node.body:
+        analysis.visit(st)
+    param_names = {p.name for p in params}
+    mutable = {n for n, c in analysis.sites.items() if c > 1} | analysis.aug | analysis.nested
+    mutable -= analysis.loop_targets
+    rw = _Rewriter(kernel, file, lines, mutable, readonly, is_helper)
+    body = rw.visit_body(fn_node.body)
+    local_names = sorted((set(analysis.sites) - param_names))
+    prelude: list[ast.stmt] = [
+        ast.Assign([ast.Name(n, ast.Store())], ast.Attribute(ast.Name("__cl", ast.Load()),
+                                                              "UNBOUND", ast.Load()))
+        for n in local_names
+    ]
+    expand = ast.FunctionDef(
+        name="expand",
+        args=ast.arguments([], [ast.arg("__s")] + [ast.arg(p.name) for p in params], None, [], [],
+                           None, []),
+        body=prelude + body, decorator_list=[], returns=None, type_params=[],
+    )
+    ast.fix_missing_locations(expand)
+    source = ast.unparse(expand)
+    known = param_names | set(analysis.sites) | analysis.loop_targets
+    free = {n: pos for n, pos in analysis.loads.items() if n not in known}
+    return Rewritten(source, params, free, local_names, readonly)

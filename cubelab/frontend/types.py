@@ -1,0 +1,238 @@
+"""The kernel language's types, as seen from Python.
+
+`f32`, `i32`, `u32` are `ScalarKind` objects that work on both sides of the hand-off:
+
+- host side: `f32.as_bytes(array)` / `f32.from_bytes(data)` (numpy in, numpy out);
+- in a kernel: `f32(1.5)` is a typed constant, `f32(x)` a cast, `f32.max(a, b)`, `F.new(0.0)`,
+  `F.cast_from(a)` mirror CubeCL's `F::max`, `F::new`, `F::cast_from`.
+
+Generic element types and vector widths are placeholders (`Float.generic("F")`,
+`Size.generic("N")`) resolved through the scope's type table when a KernelId is defined, so one
+expansion serves every element type — CubeCL's `DynamicScalar` / `DynamicSize`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cubelab.ir.types import Elem, Ty
+
+if TYPE_CHECKING:
+    from cubelab.ir.scope import Scope
+
+
+class ScalarKind:
+    """A concrete scalar type: `f32`, `i32`, `u32` (and `bool` as `bool_`)."""
+
+    def __init__(self, elem: Elem, family: str) -> None:
+        self.elem = elem
+        self.family = family  # "Float" | "Int" | "Bool"
+        self.__name__ = elem.value
+
+    def __repr__(self) -> str:
+        return self.elem.value
+
+    @property
+    def ty(self) -> Ty:
+        return Ty(self.elem)
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return np.dtype(self.elem.numpy_dtype)
+
+    # -- host side ----------------------------------------------------------------------------
+    def as_bytes(self, data: Any) -> bytes:
+        """Bytes of `data` as this type (like CubeCL's `f32::as_bytes`)."""
+        arr = np.ascontiguousarray(np.asarray(data), dtype=self.dtype if self.elem is not
+                                   Elem.BOOL else np.uint32)
+        return arr.tobytes()
+
+    def from_bytes(self, data: bytes) -> np.ndarray[Any, Any]:
+        """A numpy array viewing `data` as this type (a copy: safe to keep)."""
+        dt = self.dtype if self.elem is not Elem.BOOL else np.dtype(np.uint32)
+        return np.frombuffer(bytes(data), dtype=dt).copy()
+
+    # -- kernel side (called by the expanded code through cubelab.frontend.ops) ----------------
+    def resolve(self, scope: "Scope") -> "ScalarKind":
+        return self
+
+    def __call__(self, *args: Any) -> Any:
+        raise TypeError(
+            f"{self.elem.value}(...) builds a typed value inside a kernel; on the host use numpy "
+            f"(np.{self.elem.numpy_dtype}) or {self.elem.value}.as_bytes(...)"
+        )
+
+
+class GenericScalar:
+    """A generic element type (`F = Float.generic("F")`), bound per launch (`launch[f32]`)."""
+
+    def __init__(self, name: str, family: str) -> None:
+        self.name = name
+        self.family = family
+        self.__name__ = name
+
+    def __repr__(self) -> str:
+        return f"{self.family}.generic({self.name!r})"
+
+    def resolve(self, scope: "Scope") -> ScalarKind:
+        value = scope.resolve(self.name)
+        assert isinstance(value, ScalarKind)
+        return value
+
+    def accepts(self, kind: ScalarKind) -> bool:
+        return self.family == kind.family
+
+
+class GenericSize:
+    """A generic vector width (`N = Size.generic("N")`), given as a launch argument."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.__name__ = name
+
+    def __repr__(self) -> str:
+        return f"Size.generic({self.name!r})"
+
+    def resolve(self, scope: "Scope") -> int:
+        value = scope.resolve(self.name)
+        assert isinstance(value, int)
+        return value
+
+
+class _Family:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def generic(self, name: str) -> GenericScalar:
+        return GenericScalar(name, self.name)
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class _SizeFamily:
+    def generic(self, name: str) -> GenericSize:
+        return GenericSize(name)
+
+    def __repr__(self) -> str:
+        return "Size"
+
+
+f32 = ScalarKind(Elem.F32, "Float")
+i32 = ScalarKind(Elem.I32, "Int")
+u32 = ScalarKind(Elem.U32, "Int")
+bool_ = ScalarKind(Elem.BOOL, "Bool")
+Float = _Family("Float")
+Int = _Family("Int")
+Size = _SizeFamily()
+
+SCALARS = {"f32": f32, "i32": i32, "u32": u32, "bool": bool_}
+
+ElemSpec = ScalarKind | GenericScalar
+WidthSpec = int | GenericSize
+
+
+class VectorSpec:
+    """`Vector[F, N]`: N scalars of F handled as one value (N in 1, 2, 4)."""
+
+    def __init__(self, elem: ElemSpec, width: WidthSpec) -> None:
+        self.elem = elem
+        self.width = width
+
+    def __repr__(self) -> str:
+        return f"Vector[{self.elem!r}, {self.width!r}]"
+
+    def resolve(self, scope: "Scope") -> Ty:
+        kind = self.elem.resolve(scope)
+        width = self.width if isinstance(self.width, int) else self.width.resolve(scope)
+        return Ty(kind.elem, width)
+
+
+class _VectorNamespace:
+    """`Vector[F, N]` in annotations; `Vector.new(x)` in kernels (the width comes from where the
+    value is used: a scalar meets a vector → it is splatted, as CubeCL's
+    `normalize_same_vectorization` does)."""
+
+    def __getitem__(self, params: tuple[Any, Any]) -> VectorSpec:
+        if not isinstance(params, tuple) or len(params) != 2:
+            raise TypeError("Vector takes two parameters: Vector[F, N]")
+        elem, width = params
+        if not isinstance(elem, (ScalarKind, GenericScalar)):
+            raise TypeError(f"Vector[...]'s first parameter must be a scalar type, got {elem!r}")
+        if isinstance(width, int) and width not in (1, 2, 4):
+            raise TypeError(f"vector widths are 1, 2 or 4; got {width}")
+        if not isinstance(width, (int, GenericSize)):
+            raise TypeError(f"Vector[...]'s width must be 1, 2, 4 or a Size generic, got {width!r}")
+        return VectorSpec(elem, width)
+
+    def __repr__(self) -> str:
+        return "Vector"
+
+
+Vector = _VectorNamespace()
+
+
+class BufferSpec:
+    """`Slice[T]` (read-only, `&[T]`) or `SliceMut[T]` (read-write, `&mut [T]`)."""
+
+    def __init__(self, item: ElemSpec | VectorSpec, writable: bool) -> None:
+        if isinstance(item, ScalarKind) and item.elem is Elem.BOOL:
+            raise TypeError("buffers of bool are not allowed (WGSL storage has no bool); use u32")
+        if not isinstance(item, (ScalarKind, GenericScalar, VectorSpec)):
+            raise TypeError(f"a Slice holds scalars or vectors, got {item!r}")
+        self.item = item
+        self.writable = writable
+
+    def __repr__(self) -> str:
+        return f"{'SliceMut' if self.writable else 'Slice'}[{self.item!r}]"
+
+    def item_ty(self, scope: "Scope") -> Ty:
+        if isinstance(self.item, VectorSpec):
+            return self.item.resolve(scope)
+        return Ty(self.item.resolve(scope).elem)
+
+    @property
+    def elem_spec(self) -> ElemSpec:
+        return self.item.elem if isinstance(self.item, VectorSpec) else self.item
+
+    @property
+    def width_spec(self) -> WidthSpec:
+        return self.item.width if isinstance(self.item, VectorSpec) else 1
+
+
+class _SliceNamespace:
+    def __init__(self, writable: bool) -> None:
+        self.writable = writable
+
+    def __getitem__(self, item: Any) -> BufferSpec:
+        return BufferSpec(item, self.writable)
+
+    def __repr__(self) -> str:
+        return "SliceMut" if self.writable else "Slice"
+
+
+Slice = _SliceNamespace(False)
+SliceMut = _SliceNamespace(True)
+
+
+class ComptimeSpec:
+    """`Comptime[T]`: a plain Python value during expansion, and part of the KernelId."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"Comptime[{getattr(self.inner, '__name__', self.inner)!r}]"
+
+
+class _ComptimeNamespace:
+    def __getitem__(self, inner: Any) -> ComptimeSpec:
+        return ComptimeSpec(inner)
+
+    def __repr__(self) -> str:
+        return "Comptime"
+
+
+Comptime = _ComptimeNamespace()

@@ -1,0 +1,68 @@
+"""What names hold while `expand` runs.
+
+A kernel's Python variables hold either plain Python values (comptime: folded during expansion,
+never reaching the IR) or one of these expand-time values, which stand for IR values:
+
+- `RV`        a scalar or vector SSA value (`splat` marks `Vector.new(x)`: widen on use);
+- `BufferRef` a global buffer argument (`x.len()`, `x[i]`, `y[i] = v`);
+- `LocalVar`  a mutable local: every read is a `memory.load`, every assignment a `memory.store`;
+- `Builtin`   ABSOLUTE_POS & co., computed once at the top of the kernel when first used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cubelab.ir.core import Value
+
+
+class _Unbound:
+    def __repr__(self) -> str:
+        return "UNBOUND"
+
+
+UNBOUND = _Unbound()
+
+
+@dataclass(eq=False, slots=True)
+class RV:
+    v: Value
+    splat: bool = False
+
+    def __repr__(self) -> str:
+        return f"RV(%{self.v.name}: {self.v.type})"
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            "a runtime value has no Python truth value; this happens when Python evaluates a "
+            "condition itself (e.g. inside comptime(...) or a plain Python helper)"
+        )
+
+
+@dataclass(eq=False, slots=True)
+class BufferRef:
+    v: Value
+    name: str
+    writable: bool
+
+    def __repr__(self) -> str:
+        return f"BufferRef({self.name}: {self.v.type})"
+
+
+@dataclass(eq=False, slots=True)
+class LocalVar:
+    ptr: Value
+    name: str
+
+    def __repr__(self) -> str:
+        return f"LocalVar({self.name}: {self.ptr.type})"
+
+
+@dataclass(frozen=True, slots=True)
+class Builtin:
+    """A builtin position or size. In the IR it becomes arithmetic over the primitive ones."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name

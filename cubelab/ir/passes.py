@@ -1,0 +1,113 @@
+"""Passes that run between `define()` and codegen, and the manager that records them.
+
+`CheckedIo` is the pass behind `launch` (ExecutionMode.Checked): every index op marked `checked`
+gets its index clamped to `len - 1`, the documented intent of CubeCL's `checked_index`.
+
+Seed 000 found that in CubeCL 0.11.3 the pass never fires on global buffers: it matches index ops
+whose base *is* a runtime array, while a global buffer's value is a *pointer to* a runtime array.
+`CheckedIo(rule="cubecl-0.11.3")` keeps that matching rule, so a notebook can reproduce the
+seed's out-of-bounds rows and then show what the fixed rule changes. The manager keeps a snapshot
+of the IR text after every pass for the inspector's "Passes" view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from cubelab.ir.core import Block, KernelDefinition, Op, Value
+from cubelab.ir.printer import print_kernel
+from cubelab.ir.types import U32, Pointer, RuntimeArray
+
+CheckedIoRule = Literal["fixed", "cubecl-0.11.3"]
+
+
+class Pass(Protocol):
+    name: str
+
+    def run(self, kernel: KernelDefinition) -> None: ...
+
+
+class _Ids:
+    """Fresh value ids for ops a pass inserts (continuing after the kernel's largest id)."""
+
+    def __init__(self, kernel: KernelDefinition) -> None:
+        top = -1
+        for b in kernel.buffers:
+            top = max(top, b.value.id)
+        for op in kernel.walk():
+            for v in op.results:
+                top = max(top, v.id)
+            for r in op.regions:
+                for a in r.args:
+                    top = max(top, a.id)
+        self.next = top + 1
+
+    def value(self, ty) -> Value:  # type: ignore[no-untyped-def]
+        v = Value(self.next, ty)
+        self.next += 1
+        return v
+
+
+@dataclass
+class CheckedIo:
+    rule: CheckedIoRule = "fixed"
+    name: str = "checked-io"
+    rewritten: int = 0
+
+    def matches(self, op: Op) -> bool:
+        if op.name != "memory.index" or not op.attrs.get("checked"):
+            return False
+        base_ty = op.operands[0].type
+        if self.rule == "cubecl-0.11.3":
+            # 0.11.3: `is_runtime_array(base)` — a global buffer is Pointer(RuntimeArray), so no.
+            return isinstance(base_ty, RuntimeArray)
+        return isinstance(base_ty, Pointer) and isinstance(base_ty.pointee, RuntimeArray)
+
+    def run(self, kernel: KernelDefinition) -> None:
+        ids = _Ids(kernel)
+        self._block(kernel.body, ids)
+
+    def _block(self, block: Block, ids: _Ids) -> None:
+        out: list[Op] = []
+        for op in block.ops:
+            for region in op.regions:
+                self._block(region, ids)
+            if self.matches(op):
+                base, index = op.operands
+                length = ids.value(U32)
+                one = ids.value(U32)
+                last = ids.value(U32)
+                clamped = ids.value(U32)
+                out.append(Op("buffer.len", [base], [length], {}, [], op.loc))
+                out.append(Op("arith.constant", [], [one], {"value": 1}, [], op.loc))
+                out.append(Op("arith.sub", [length, one], [last], {}, [], op.loc))
+                out.append(Op("arith.min", [index, last], [clamped], {}, [], op.loc))
+                op.operands = [base, clamped]
+                op.attrs = {**op.attrs, "checked": False, "clamped": True}
+                self.rewritten += 1
+            out.append(op)
+        block.ops[:] = out
+
+
+@dataclass
+class PassRecord:
+    name: str
+    before: str
+    after: str
+    changed: bool
+
+
+@dataclass
+class PassManager:
+    passes: list[Pass] = field(default_factory=list)
+
+    def run(self, kernel: KernelDefinition, record: bool = False) -> list[PassRecord]:
+        records: list[PassRecord] = []
+        for p in self.passes:
+            before = print_kernel(kernel) if record else ""
+            p.run(kernel)
+            if record:
+                after = print_kernel(kernel)
+                records.append(PassRecord(p.name, before, after, before != after))
+        return records

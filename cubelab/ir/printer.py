@@ -1,0 +1,66 @@
+"""An MLIR-like textual form of the IR: the "expanded IR" view.
+
+    %v12 = arith.add %v10, %v11 : vec4<f32>        // saxpy.py:7:8
+    scf.if %v5 {
+      ...
+    }
+"""
+
+from __future__ import annotations
+
+from cubelab.ir.core import Block, KernelDefinition, Op
+
+
+def _attrs(op: Op) -> str:
+    if not op.attrs:
+        return ""
+    parts = ", ".join(f"{k} = {v!r}" for k, v in op.attrs.items())
+    return f" {{{parts}}}"
+
+
+def format_op_line(op: Op) -> str:
+    """The op on one line, without its regions (used by traces and line maps)."""
+    ops = ", ".join(f"%{v.name}" for v in op.operands)
+    head = f"{op.name} {ops}".rstrip() + _attrs(op)
+    if op.results:
+        res = ", ".join(f"%{v.name}" for v in op.results)
+        return f"{res} = {head} : {op.results[0].type}"
+    return head
+
+
+def _print_block(block: Block, indent: int, out: list[str], locs: bool) -> None:
+    pad = "  " * indent
+    for op in block.ops:
+        line = pad + format_op_line(op)
+        if locs and op.loc is not None:
+            line = f"{line:<60}  // line {op.loc.line}"
+        if not op.regions:
+            out.append(line)
+            continue
+        for i, region in enumerate(op.regions):
+            args = ""
+            if region.args:
+                args = "(" + ", ".join(f"%{a.name}: {a.type}" for a in region.args) + ") "
+            if i == 0:
+                out.append(f"{line} {args}{{")
+            else:
+                out.append(f"{pad}}} else {args}{{")
+            _print_block(region, indent + 1, out, locs)
+        out.append(pad + "}")
+
+
+def print_block(block: Block, indent: int = 0, locs: bool = True) -> str:
+    out: list[str] = []
+    _print_block(block, indent, out, locs)
+    return "\n".join(out)
+
+
+def print_kernel(kernel: KernelDefinition, locs: bool = True) -> str:
+    params = []
+    for b in kernel.buffers:
+        params.append(f"%{b.value.name}: {b.value.type} /* {b.name} */")
+    for s in kernel.scalars:
+        params.append(f"{s.name}: {s.elem} /* info.scalars_{s.elem}[{s.index}] */")
+    x, y, z = kernel.cube_dim
+    head = f"kernel @{kernel.entry}({', '.join(params)}) cube_dim({x}, {y}, {z}) {{"
+    return "\n".join([head, print_block(kernel.body, 1, locs), "}"])

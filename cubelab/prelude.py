@@ -1,0 +1,35 @@
+"""`from cubelab.prelude import *` — everything a kernel file needs, named as in CubeCL."""
+
+from cubelab.frontend.builtins import *  # noqa: F403
+from cubelab.frontend.builtins import __all__ as _builtins_all
+from cubelab.frontend.kernel import cube
+from cubelab.frontend.ops import exp, log, sqrt
+from cubelab.frontend.types import (
+    Comptime,
+    Float,
+    Int,
+    Size,
+    Slice,
+    SliceMut,
+    Vector,
+    bool_,
+    f32,
+    i32,
+    u32,
+)
+from cubelab.runtime.device import Device
+from cubelab.runtime.handle import BufferArg, ScalarArg
+from cubelab.runtime.kernel import CubeCount, CubeDim, ExecutionMode
+
+
+def comptime(value):  # type: ignore[no-untyped-def]
+    """Inside a kernel, `comptime(expr)` evaluates `expr` in Python during expansion (the value
+    becomes a literal in the IR). Outside a kernel it is the identity."""
+    return value
+
+
+__all__ = [
+    *_builtins_all, "cube", "comptime", "exp", "log", "sqrt", "Comptime", "Float", "Int", "Size",
+    "Slice", "SliceMut", "Vector", "bool_", "f32", "i32", "u32", "Device", "BufferArg",
+    "ScalarArg", "CubeCount", "CubeDim", "ExecutionMode",
+]

@@ -1,0 +1,77 @@
+"""`CUBELAB_DEBUG_LOG=stdout|stderr|<path>`: the seed's compilation log, as an event subscriber.
+
+For every compile it prints
+
+    [START_KERNEL_COMPILATION]
+    name: <module>::saxpy::Saxpy<f32>
+    id: KernelId { ... }          (Rust-Debug layout, as in the seed)
+    source:
+    <generated WGSL, or MSL with CUBELAB_DEBUG_TARGET=msl>
+    [END_KERNEL_COMPILATION]
+
+and for every launch a profile line `| 12.334µs   | Saxpy | f32_daf77f4d`. As in CubeCL, turning
+the log on makes every launch blocking (each is timed to completion), so timings taken with it on
+are not the times of a normal run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import TextIO
+
+from cubelab.runtime import events as ev
+
+
+def format_duration(seconds: float) -> str:
+    us = seconds * 1e6
+    if us < 1000:
+        return f"{us:.3f}µs"
+    if us < 1e6:
+        return f"{us / 1000:.3f}ms"
+    return f"{seconds:.3f}s"
+
+
+class DebugLog:
+    def __init__(self, dest: str, target: str = "wgsl") -> None:
+        self.dest = dest
+        self.target = target
+        self._lock = threading.Lock()
+        self._file: TextIO | None = None
+
+    @staticmethod
+    def from_env() -> "DebugLog | None":
+        dest = os.environ.get("CUBELAB_DEBUG_LOG", "").strip()
+        if not dest or dest.lower() in ("0", "off", "false", "none"):
+            return None
+        return DebugLog(dest, os.environ.get("CUBELAB_DEBUG_TARGET", "wgsl").strip().lower())
+
+    def _write(self, text: str) -> None:
+        with self._lock:
+            if self.dest == "stdout":
+                out: TextIO = sys.stdout
+            elif self.dest == "stderr":
+                out = sys.stderr
+            else:
+                if self._file is None:
+                    self._file = open(self.dest, "a", encoding="utf-8")  # noqa: SIM115
+                out = self._file
+            out.write(text)
+            out.flush()
+
+    def __call__(self, event: ev.Event) -> None:
+        if isinstance(event, ev.CompileFinished):
+            source = event.source
+            if self.target != event.target and self.target in event.extra_sources:
+                source = event.extra_sources[self.target]
+            self._write(
+                "[START_KERNEL_COMPILATION]\n"
+                f"name: {event.kernel_id.type}\n"
+                f"id: {event.kernel_id.debug()}\n"
+                "source:\n"
+                f"```{self.target}\n{source.rstrip()}\n```\n"
+                "[END_KERNEL_COMPILATION]\n\n"
+            )
+        elif isinstance(event, ev.ProfileSample):
+            self._write(f"| {format_duration(event.duration_s):<10} | {event.kernel} | {event.tag}\n")

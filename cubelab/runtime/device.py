@@ -1,0 +1,104 @@
+"""Devices: one runner thread and one server each, created on first use.
+
+`Device.default()` picks wgpu when an adapter exists (lavapipe counts) and otherwise the CPU
+runtime, saying so once. `Device.wgpu()` / `Device.cpu()` choose explicitly. A device is a
+process-wide singleton per kind, so every `client()` of it shares one pipeline cache, one
+failure ledger and one event bus. No adapter is requested until a device is asked for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import warnings
+from typing import Any, Callable
+
+from cubelab.errors import DeviceError
+from cubelab.runtime.debug_log import DebugLog
+from cubelab.runtime.events import EventBus
+from cubelab.runtime.runner import Runner
+
+_ids = itertools.count(1)
+_lock = threading.Lock()
+_devices: dict[str, "Device"] = {}
+_server_factories: dict[str, Callable[[EventBus], Any]] = {}
+
+
+def register_server(kind: str, factory: Callable[[EventBus], Any]) -> None:
+    """Plug in a server kind (each runtime registers itself; adding one edits no other)."""
+    _server_factories[kind] = factory
+
+
+def _wgpu_factory(bus: EventBus) -> Any:
+    from cubelab.runtime.wgpu.server import WgpuServer
+
+    return WgpuServer(bus)
+
+
+register_server("wgpu", _wgpu_factory)
+
+
+class Device:
+    def __init__(self, kind: str) -> None:
+        if kind not in _server_factories:
+            raise DeviceError(f"no runtime called {kind!r}; known: {sorted(_server_factories)}")
+        self.kind = kind
+        self.id = next(_ids)
+        self.bus = EventBus()
+        self.debug_log = DebugLog.from_env()
+        if self.debug_log is not None:
+            self.bus.subscribe(self.debug_log)
+        self.runner = Runner(f"cubelab-{kind}-{self.id}", on_idle=self._on_idle)
+        factory = _server_factories[kind]
+        self.server = self.runner.call(factory, self.bus)
+        self._client: Any = None
+
+    def _on_idle(self) -> None:
+        server = getattr(self, "server", None)
+        if server is not None:
+            server.flush("idle")
+
+    def client(self) -> Any:
+        from cubelab.runtime.client import Client
+
+        if self._client is None:
+            self._client = Client(self)
+        return self._client
+
+    def __repr__(self) -> str:
+        return f"Device.{self.kind}(#{self.id})"
+
+    # -- constructors -------------------------------------------------------------------------
+    @staticmethod
+    def _get(kind: str) -> "Device":
+        with _lock:
+            dev = _devices.get(kind)
+            if dev is None:
+                dev = Device(kind)
+                _devices[kind] = dev
+            return dev
+
+    @staticmethod
+    def wgpu() -> "Device":
+        return Device._get("wgpu")
+
+    @staticmethod
+    def cpu() -> "Device":
+        return Device._get("cpu")
+
+    @staticmethod
+    def default() -> "Device":
+        """wgpu if an adapter exists, else the CPU runtime (said once, as a warning)."""
+        forced = os.environ.get("CUBELAB_DEVICE", "").strip().lower()
+        if forced:
+            return Device._get(forced)
+        try:
+            return Device.wgpu()
+        except DeviceError as exc:
+            if os.environ.get("CUBELAB_EXPECT_WGPU") == "1":
+                raise DeviceError(f"CUBELAB_EXPECT_WGPU=1 but {exc}") from None
+            if "cpu" not in _server_factories:
+                raise
+            warnings.warn(f"{exc}; falling back to the CPU runtime", RuntimeWarning, stacklevel=2)
+            return Device.cpu()

@@ -1,0 +1,202 @@
+"""Every observable runtime fact is a typed event on one bus per client.
+
+The debug log, widgets, the quiz checker and the tests are all subscribers; nothing reads runtime
+internals. Events are published on the thread where the fact happens (the calling thread for
+`LaunchIssued`, the device thread for everything the server does), so a subscriber must be quick
+and thread-safe: record, don't render (views coalesce and redraw on their own thread).
+
+A subscriber that raises is reported once through `warnings` and kept: a broken view must never
+break a launch.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from cubelab.runtime.kernel import KernelId
+
+
+@dataclass(frozen=True)
+class Event:
+    t: float = field(default_factory=time.perf_counter, kw_only=True)
+    thread: str = field(default_factory=lambda: threading.current_thread().name, kw_only=True)
+
+
+@dataclass(frozen=True)
+class LaunchIssued(Event):
+    """Calling thread: `launch` registered its arguments and handed the kernel over."""
+
+    kernel: str
+    kernel_id: "KernelId"
+    cube_count: tuple[int, int, int]
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class LaunchGated(Event):
+    """Calling thread: a gate ended the launch before it reached the device (why says which)."""
+
+    kernel: str
+    why: str
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class CompileStarted(Event):
+    kernel: str
+    kernel_id: "KernelId"
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class CompileFinished(Event):
+    """A new KernelId became a pipeline. Durations in seconds; `driver_s` runs through the first
+    dispatch, because lavapipe (and other drivers) compile lazily there."""
+
+    kernel: str
+    kernel_id: "KernelId"
+    entry: str
+    target: str
+    source: str
+    ir: str
+    expanded_ir: str
+    passes: tuple[tuple[str, str, str], ...]  # (pass name, IR before, IR after)
+    expand_s: float
+    passes_s: float
+    codegen_s: float
+    driver_s: float
+    launch_seq: int
+    extra_sources: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CompileFailed(Event):
+    kernel: str
+    kernel_id: "KernelId"
+    error: BaseException
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class CacheHit(Event):
+    kernel: str
+    kernel_id: "KernelId"
+    entry: str
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class LaunchDispatched(Event):
+    kernel: str
+    kernel_id: "KernelId"
+    entry: str
+    cube_count: tuple[int, int, int]
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class LaunchFailed(Event):
+    """The launch could not run; its write set now carries `error` (read it to see)."""
+
+    kernel: str
+    kernel_id: "KernelId"
+    error: BaseException
+    buffers: tuple[int, ...]
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class ProfileSample(Event):
+    kernel: str
+    kernel_id: "KernelId"
+    tag: str
+    duration_s: float
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class BufferCreated(Event):
+    handle_id: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Flushed(Event):
+    """Queued dispatches were encoded into one command buffer and submitted (why says what
+    triggered it: idle, read, sync, max_tasks, profile, host-write)."""
+
+    dispatches: int
+    why: str
+
+
+@dataclass(frozen=True)
+class CacheCleared(Event):
+    reason: str
+
+
+Subscriber = Callable[[Event], Any]
+
+
+class EventBus:
+    def __init__(self) -> None:
+        self._subs: tuple[tuple[Subscriber, tuple[type, ...] | None], ...] = ()
+        self._lock = threading.Lock()
+        self._warned: set[int] = set()
+
+    @property
+    def active(self) -> bool:
+        return bool(self._subs)
+
+    def subscribe(self, fn: Subscriber, *kinds: type) -> Callable[[], None]:
+        """Call `fn(event)` for every event (or only those of `kinds`); returns unsubscribe."""
+        entry = (fn, kinds or None)
+        with self._lock:
+            self._subs = self._subs + (entry,)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._subs = tuple(s for s in self._subs if s is not entry)
+
+        return unsubscribe
+
+    def publish(self, event: Event) -> None:
+        for fn, kinds in self._subs:
+            if kinds is not None and not isinstance(event, kinds):
+                continue
+            try:
+                fn(event)
+            except Exception as exc:  # a view must never break a launch
+                if id(fn) not in self._warned:
+                    self._warned.add(id(fn))
+                    warnings.warn(
+                        f"cubelab event subscriber {fn!r} raised {exc!r}; it stays subscribed",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+
+    def record(self, *kinds: type) -> "Recorder":
+        """Subscribe a list that collects events (tests and the quiz checker use it)."""
+        return Recorder(self, kinds)
+
+
+class Recorder:
+    def __init__(self, bus: EventBus, kinds: tuple[type, ...]) -> None:
+        self.events: list[Event] = []
+        self._unsub = bus.subscribe(self.events.append, *kinds)
+
+    def of(self, kind: type) -> list[Any]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def close(self) -> None:
+        self._unsub()
+
+    def __enter__(self) -> "Recorder":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

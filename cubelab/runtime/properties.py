@@ -1,0 +1,24 @@
+"""What a client reports about its device. Limits are WebGPU's defaults on every runtime, so a
+kernel that launches on one runtime launches on the other, and a launch over a limit is refused
+the same way everywhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class DeviceProperties:
+    adapter: str = "?"
+    backend: str = "?"
+    adapter_type: str = "?"
+    features: frozenset[str] = field(default_factory=frozenset)
+    max_units_per_cube: int = 256
+    max_cube_dim: tuple[int, int, int] = (256, 256, 64)
+    max_cubes_per_dim: int = 65535
+    max_shared_memory: int = 16384
+    max_storage_buffers: int = 8
+
+    @property
+    def has_subgroups(self) -> bool:
+        return "subgroup" in self.features

@@ -1,0 +1,47 @@
+# Sourced by scripts/lab.sh and scripts/test.sh: install what is missing, then activate .venv.
+# Idempotent and quiet when everything is already there.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+# System packages: Mesa's software Vulkan driver (lavapipe) gives wgpu a real adapter on a
+# machine without a GPU; g++ checks the generated MSL against tests/metal_shim.
+APT_PACKAGES="mesa-vulkan-drivers libvulkan1 g++"
+missing=""
+for p in $APT_PACKAGES; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    echo "cubelab setup: installing system packages:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq $missing >/dev/null
+  else
+    echo "cubelab setup: missing system packages:$missing" >&2
+    echo "  run as root (or: sudo apt-get install -y$missing); without a Vulkan driver cubelab" >&2
+    echo "  falls back to its CPU runtime and the wgpu tests cannot run." >&2
+  fi
+fi
+
+# The Python environment: .venv with cubelab (editable) and its lab + test extras.
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  echo "cubelab setup: creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+stamp=".venv/.cubelab-installed"
+want="$(cat pyproject.toml | sha256sum | cut -c1-16)"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "cubelab setup: installing Python packages into .venv (first run takes a minute or two)"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[test]"
+  echo "$want" > "$stamp"
+fi
+# shellcheck disable=SC1091
+source .venv/bin/activate
+
+# lavapipe prints an error line when XDG_RUNTIME_DIR is unset.
+if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "${XDG_RUNTIME_DIR}" ]; then
+  export XDG_RUNTIME_DIR="$(mktemp -d)"
+fi
