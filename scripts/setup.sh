@@ -5,8 +5,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 # System packages: Mesa's software Vulkan driver (lavapipe) gives wgpu a real adapter on a
-# machine without a GPU; g++ checks the generated MSL against tests/metal_shim.
-APT_PACKAGES="mesa-vulkan-drivers libvulkan1 g++"
+# machine without a GPU; g++ checks the generated MSL against tests/metal_shim; chromium is the
+# real browser the JupyterLab test drives (Playwright never downloads one here).
+APT_PACKAGES="mesa-vulkan-drivers libvulkan1 g++ chromium"
 missing=""
 for p in $APT_PACKAGES; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
