@@ -200,3 +200,83 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# -- seed 001: failure as buffer state, dry runs, streams (published by the ExecuteScope and the
+#    stream scheduler; declared here so views can be written against them) ---------------------
+
+
+@dataclass(frozen=True)
+class BufferClaimed(Event):
+    """An ExecuteScope claimed a launch's write set with a provisional failure."""
+
+    kernel: str
+    handle_ids: tuple[int, ...]
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class BufferReleased(Event):
+    """The launch succeeded: its write set is clean again."""
+
+    kernel: str
+    handle_ids: tuple[int, ...]
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class BufferFailed(Event):
+    """Buffers now carry `error`; `root_kernel` is the launch that really failed."""
+
+    kernel: str
+    handle_ids: tuple[int, ...]
+    error: BaseException
+    root_kernel: str
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class BufferRepaired(Event):
+    """A successful launch wrote buffers that carried a failure: they are valid again."""
+
+    kernel: str
+    handle_ids: tuple[int, ...]
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class LaunchSkipped(Event):
+    """The device thread dropped a launch: `why` is "dry-run" (compiled, not dispatched) or
+    "tainted-input" (a read buffer carries a failure; `root_kernel`/`root_error` name it)."""
+
+    kernel: str
+    kernel_id: "KernelId"
+    why: str
+    launch_seq: int
+    root_kernel: str = ""
+    root_error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class StreamShared(Event):
+    """A task on `stream` touched a buffer last written on `other`: `other` was flushed first
+    (the seed's log line "Binding on X is shared on Y")."""
+
+    handle_id: int
+    stream: int
+    other: int
+
+
+@dataclass(frozen=True)
+class OobReported(Event):
+    """CPU runtime, `report` mode: an out-of-bounds access, with who did it and where."""
+
+    kernel: str
+    buffer: str
+    index: int
+    length: int
+    unit: tuple[int, int, int]
+    cube: tuple[int, int, int]
+    write: bool
+    loc: str
+    launch_seq: int
