@@ -335,6 +335,21 @@ def _scalar_bytes(kind: ScalarKind, v: Any, name: str, kernel: str) -> Any:
     return v
 
 
+def _check_aliasing(kernel: str, buffers: list[BufferBinding]) -> None:
+    """WebGPU refuses a dispatch that binds one buffer both read-only and writable."""
+    seen: dict[int, BufferBinding] = {}
+    for b in buffers:
+        other = seen.get(b.handle.id)
+        if other is not None and other.writable != b.writable:
+            ro, rw = (other, b) if b.writable else (b, other)
+            raise LaunchError(
+                f"launch of `{kernel}`: the same buffer is bound as `{ro.name}` (read-only) and "
+                f"`{rw.name}` (writable); a dispatch cannot read a buffer through one binding "
+                "while writing it through another. Use a separate output buffer."
+            )
+        seen[b.handle.id] = b
+
+
 class _Launcher:
     """`kernel.launch` / `kernel.launch_unchecked`: index with the generic types, then call."""
 
@@ -443,6 +458,8 @@ class _BoundLauncher:
             else:
                 raise LaunchError(f"launch of `{name}`: argument `{p.name}` has no launchable "
                                   "type")
+        if len(buffers) > 1:
+            _check_aliasing(name, buffers)
         key = (cube_dim, tuple(sizes), tuple(comptimes))
         kernel = self._kernels.get(key)
         if kernel is None:

@@ -495,11 +495,21 @@ def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: Po
 
 
 # -- calls -------------------------------------------------------------------------------------
-def comptime(s: Scope, x: Any, at: Pos) -> Any:
+def comptime(s: Scope, thunk: Callable[[], Any], names: dict[str, Any], at: Pos) -> Any:
+    """`comptime(expr)`: evaluate `expr` in Python now, during expansion. Every name it reads
+    must hold a value known before launch (a Python value or a Comptime argument)."""
     s.at(*at)
+    hint = "only Python values and Comptime[...] arguments are known before launch"
+    for name, v in names.items():
+        if isinstance(v, (RV, LocalVar, BufferRef, Builtin)):
+            raise error(s, f"comptime(...) needs a value known at expansion, but `{name}` is "
+                        f"{_describe(v)}", hint)
+    try:
+        x = thunk()
+    except Exception as exc:  # noqa: BLE001 - Python's own error, reworded with the line
+        raise error(s, f"comptime(...) could not be evaluated in Python: {exc!r}", hint) from None
     if isinstance(x, (RV, LocalVar, BufferRef, Builtin)):
-        raise error(s, f"comptime(...) needs a value known at expansion, got {_describe(x)}",
-                    "only Python values and Comptime[...] arguments are known before launch")
+        raise error(s, f"comptime(...) needs a value known at expansion, got {_describe(x)}", hint)
     return x
 
 

@@ -378,7 +378,13 @@ class _Rewriter(ast.NodeTransformer):
             for sub in ast.walk(node.args[0]):
                 if type(sub) in (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.NamedExpr):
                     raise self.refuse(sub, *_REFUSED[type(sub)])
-            return self.call("comptime", [node.args[0]], node)  # left as plain Python
+            # The expression stays plain Python, evaluated during expansion; the names it reads
+            # are passed along so a runtime one can be named in the error.
+            names = sorted({n.id for n in ast.walk(node.args[0]) if isinstance(n, ast.Name)})
+            thunk = ast.Lambda(ast.arguments([], [], None, [], [], None, []), node.args[0])
+            env = ast.Dict([ast.Constant(n) for n in names],
+                           [ast.Name(n, ast.Load()) for n in names])
+            return self.call("comptime", [thunk, env], node)
         args = [self.visit(a) for a in node.args]
         if isinstance(f, ast.Attribute):
             return self.call("method", [self.visit(f.value), ast.Constant(f.attr),

@@ -196,9 +196,17 @@ class WgpuServer(Server):
             self._encoder = self.device.create_command_encoder()
             self._pass = self._encoder.begin_compute_pass()
         p = self._pass
-        p.set_pipeline(entry.pipeline)
-        p.set_bind_group(0, group)
-        p.dispatch_workgroups(count.x, count.y, count.z)
+        try:
+            p.set_pipeline(entry.pipeline)
+            p.set_bind_group(0, group)
+            p.dispatch_workgroups(count.x, count.y, count.z)
+        except Exception:
+            # A refused command invalidates the whole encoder: drop it so later launches get a
+            # fresh one. (Dispatches already queued in it are lost with it; the calling-thread
+            # checks exist so that this does not happen.)
+            self._pass = self._encoder = None
+            self._queued = 0
+            raise
         self._queued += 1
         if self._queued >= self.max_tasks:
             self.flush("max_tasks")

@@ -1,0 +1,152 @@
+"""Bad input gets an error naming the kernel and file:line:col with a caret, and says what to do
+instead. A launch refused on the calling thread submits nothing and changes no buffer."""
+
+import re
+
+import numpy as np
+import pytest
+
+import bad_kernels as bk
+from cubelab import (
+    BufferArg,
+    BufferFailure,
+    CubeCount,
+    CubeDim,
+    KernelSourceError,
+    LaunchError,
+)
+from cubelab.prelude import f32, i32, u32
+
+FILE = re.escape(bk.__file__)
+
+
+def assert_points_at(err: Exception, kernel: str, needle: str, hint: str) -> None:
+    text = str(err)
+    assert f"in kernel `{kernel}`" in text
+    assert re.search(FILE + r":\d+:\d+", text), text
+    lines = text.splitlines()
+    caret_line = next(i for i, ln in enumerate(lines) if ln.strip() == "^")
+    source = lines[caret_line - 1]
+    start = source.find(needle)
+    assert start >= 0, (needle, source)
+    col = lines[caret_line].index("^")
+    assert start <= col < start + len(needle), "the caret points inside the offending code"
+    assert hint in text
+
+
+@pytest.mark.parametrize(
+    "define, kernel, needle, hint",
+    [
+        (bk.define_try, "uses_try", "try:", "guard with `if`"),
+        (bk.define_lambda, "uses_lambda", "lambda v: v", "@cube helper"),
+        (bk.define_with, "uses_with", 'with open("x"):', "without the context manager"),
+        (bk.define_missing_annotation, "no_annotation", "def no_annotation(out):",
+         "annotate it"),
+        (bk.define_slice_assignment, "writes_input", "x[ABSOLUTE_POS] = out", "SliceMut"),
+    ],
+)
+def test_unsupported_source_is_refused_at_decoration_with_a_caret(define, kernel, needle, hint):
+    with pytest.raises(KernelSourceError) as info:
+        define()
+    assert_points_at(info.value, kernel, needle, hint)
+
+
+def test_an_unknown_name_is_refused_at_the_first_launch(client):
+    out = client.empty(16)
+    with pytest.raises(KernelSourceError) as info:
+        bk.unknown_name.launch(client, CubeCount.Static(1), CubeDim.new_1d(4),
+                               BufferArg.from_raw_parts(out, 4))
+    assert "unknown name `no_such_value`" in str(info.value)
+    assert_points_at(info.value, "unknown_name", "no_such_value", "define it")
+
+
+def test_a_runtime_value_where_a_comptime_one_is_needed_fails_the_written_buffer(client):
+    x = client.create_from_slice(f32.as_bytes(np.ones(4, dtype=np.float32)))
+    out = client.create_from_slice(f32.as_bytes(np.full(4, 7.0, dtype=np.float32)))
+    bk.runtime_in_comptime.launch(client, CubeCount.Static(1), CubeDim.new_1d(4),
+                                  BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(out, 4))
+    with pytest.raises(BufferFailure) as info:
+        client.read_one(out)
+    cause = info.value.cause
+    assert isinstance(cause, KernelSourceError)
+    assert "comptime(...) needs a value known at expansion, but `x` is the buffer `x`" in str(cause)
+    assert_points_at(cause, "runtime_in_comptime", "comptime(x.len())", "Comptime")
+    # the input was not written, so it reads fine
+    np.testing.assert_array_equal(f32.from_bytes(client.read_one(x)), np.ones(4))
+
+
+def test_adding_vectors_of_widths_2_and_4_is_an_expansion_error_on_the_written_buffer(client):
+    x = client.create_from_slice(f32.as_bytes(np.ones(8, dtype=np.float32)))
+    y = client.create_from_slice(f32.as_bytes(np.ones(8, dtype=np.float32)))
+    out = client.empty(16)
+    bk.mixed_widths.launch(client, CubeCount.Static(1), CubeDim.new_1d(2),
+                           BufferArg.from_raw_parts(x, 8), BufferArg.from_raw_parts(y, 8),
+                           BufferArg.from_raw_parts(out, 4))
+    with pytest.raises(BufferFailure, match="vectors of widths 2 and 4"):
+        client.read_one(out)
+
+
+def launch_copy(client, *args):
+    bk.copy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(4), *args)
+
+
+def test_launch_with_the_wrong_number_of_arguments_is_refused(client):
+    x = client.empty(16)
+    with pytest.raises(LaunchError, match=r"takes client, cube_count, cube_dim and 2 more"):
+        launch_copy(client, BufferArg.from_raw_parts(x, 4))
+
+
+def test_launch_with_a_wrong_argument_type_is_refused(client):
+    x = client.empty(16)
+    with pytest.raises(LaunchError, match="argument `out` is a SliceMut"):
+        launch_copy(client, BufferArg.from_raw_parts(x, 4), 3.0)
+    with pytest.raises(LaunchError, match="generic F is a Float, got i32"):
+        bk.copy.launch[i32]
+    with pytest.raises(LaunchError, match=r"write copy.launch\[f32\]"):
+        bk.copy.launch(client, CubeCount.Static(1), CubeDim.new_1d(4))
+
+
+def test_buffer_arg_longer_than_its_buffer_is_refused():
+    from cubelab import Handle
+
+    h = Handle.new(24, 0)
+    with pytest.raises(ValueError, match=r"length 8 needs 32 bytes but .* holds 24 bytes"):
+        BufferArg.from_raw_parts(h, 8)
+
+
+def test_vector_size_that_does_not_divide_the_length_is_refused_and_changes_nothing(client):
+    from kernels import saxpy
+
+    data = np.arange(6, dtype=np.float32)
+    x = client.create_from_slice(f32.as_bytes(data))
+    y = client.create_from_slice(f32.as_bytes(data))
+    with pytest.raises(LaunchError, match="the vector size 4 does not divide"):
+        saxpy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(2), 4, 1.0,
+                          BufferArg.from_raw_parts(x, 6), BufferArg.from_raw_parts(y, 6))
+    np.testing.assert_array_equal(f32.from_bytes(client.read_one(y)), data)
+
+
+def test_too_many_units_per_cube_is_refused_on_the_calling_thread(client):
+    x = client.empty(4 * 512)
+    y = client.empty(4 * 512)
+    with pytest.raises(LaunchError, match="units per cube"):
+        bk.copy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(512),
+                            BufferArg.from_raw_parts(x, 512), BufferArg.from_raw_parts(y, 512))
+
+
+def test_one_buffer_bound_read_only_and_writable_is_refused(client):
+    x = client.empty(16)
+    with pytest.raises(LaunchError, match="bound as `x` \\(read-only\\) and `out` \\(writable\\)"):
+        launch_copy(client, BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(x, 4))
+
+
+def test_calling_a_kernel_like_a_function_says_it_is_launched():
+    with pytest.raises(TypeError, match="kernels are launched, not called"):
+        bk.copy(1, 2)
+
+
+def test_a_u32_scalar_out_of_range_is_refused():
+    from cubelab.frontend.kernel import _scalar_bytes
+
+    with pytest.raises(LaunchError, match="does not fit in u32"):
+        _scalar_bytes(u32, -1, "n", "k")
