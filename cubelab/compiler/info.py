@@ -2,11 +2,21 @@
 
     struct info_st {
         scalars_f32: array<f32, 1>,   // scalar arguments, grouped by type (f32, i32, u32, bool)
-        static_meta: array<u32, 2>,   // then the length of every buffer argument, in items
+        static_meta: array<u32, 4>,   // the length of every buffer argument, in items, then
+                                      // for each tensor argument: its rank, its offset in
+                                      // dynamic_meta
+        dynamic_meta: array<u32>,     // only when there are tensors: for each tensor, in
+                                      // argument order, shape[0..rank) then strides[0..rank)
     }
 
-The runtime packs a launch's scalars and lengths into these bytes; the WGSL and MSL generators
-read fields by name and the CPU runtime by offset. Booleans travel as u32 (0 or 1).
+So for tensor number t (0-based among the tensor arguments) of a kernel with B buffers:
+rank = static_meta[B + 2t], off = static_meta[B + 2t + 1], shape(d) = dynamic_meta[off + d],
+stride(d) = dynamic_meta[off + rank + d]. Rank is launch data, not compile-time: one pipeline
+serves tensors of any rank, as in CubeCL, which is why offsets are stored and not computed.
+
+The runtime packs a launch's scalars, lengths and tensor metadata into these bytes; the WGSL and
+MSL generators read fields by name and the CPU runtime by offset (`InfoField.offset`, in words;
+dynamic_meta's offset is where the tail starts). Booleans travel as u32 (0 or 1).
 """
 
 from __future__ import annotations
@@ -20,19 +30,24 @@ from cubelab.ir.core import KernelDefinition
 SCALAR_ORDER = ("f32", "i32", "u32", "bool")
 _PACK = {"f32": "f", "i32": "i", "u32": "I", "bool": "I"}
 
+# (shape, strides) of one tensor argument, in items
+TensorMeta = tuple[Sequence[int], Sequence[int]]
+
 
 @dataclass(frozen=True)
 class InfoField:
-    name: str  # "scalars_f32" | "static_meta"
+    name: str  # "scalars_f32" | "static_meta" | "dynamic_meta"
     elem: str  # element type of the array
-    count: int
+    count: int  # dynamic_meta: 0 (runtime-sized)
     offset: int  # in 4-byte words
 
 
 @dataclass(frozen=True)
 class InfoLayout:
     fields: tuple[InfoField, ...]
-    words: int
+    words: int  # fixed part; dynamic_meta (if any) follows
+    buffers: int = 0
+    tensors: int = 0
 
     def field(self, name: str) -> InfoField:
         for f in self.fields:
@@ -40,11 +55,37 @@ class InfoLayout:
                 return f
         raise KeyError(name)
 
-    def pack(self, scalars: dict[str, Sequence[Any]], lengths: Sequence[int]) -> bytes:
-        """Bytes of one launch's info block: scalars per type in order, then buffer lengths."""
+    @property
+    def has_dynamic_meta(self) -> bool:
+        return self.tensors > 0
+
+    def pack(self, scalars: dict[str, Sequence[Any]], lengths: Sequence[int],
+             tensors: Sequence[TensorMeta | None] = ()) -> bytes:
+        """Bytes of one launch's info block: scalars per type in order, buffer lengths, then the
+        tensors' ranks/offsets and their shapes and strides.
+
+        `tensors` has one entry per *buffer* argument in binding order (None for plain slices)
+        or one per tensor argument; only the tensors' entries are used.
+        """
+        metas = [t for t in tensors if t is not None]
+        if len(metas) != self.tensors:
+            raise ValueError(f"this kernel has {self.tensors} tensor argument(s), the launch "
+                             f"gave metadata for {len(metas)}")
+        static = list(lengths)
+        dynamic: list[int] = []
+        for shape, strides in metas:
+            if len(shape) != len(strides):
+                raise ValueError(f"a tensor's shape {tuple(shape)} and strides {tuple(strides)} "
+                                 "differ in rank")
+            static += [len(shape), len(dynamic)]
+            dynamic += [*shape, *strides]
         out = bytearray()
         for f in self.fields:
-            values = list(lengths) if f.name == "static_meta" else list(scalars.get(f.elem, ()))
+            if f.name == "dynamic_meta":
+                values = dynamic or [0]
+                out += struct.pack(f"<{len(values)}I", *values)
+                continue
+            values = static if f.name == "static_meta" else list(scalars.get(f.elem, ()))
             values += [0] * (f.count - len(values))
             code = _PACK[f.elem]
             if f.elem == "bool":
@@ -62,7 +103,16 @@ def info_layout(kernel: KernelDefinition) -> InfoLayout:
         if n:
             fields.append(InfoField(f"scalars_{elem}", elem, n, offset))
             offset += n
-    meta = max(1, len(kernel.buffers))  # WGSL structs need a member even with no buffers
+    tensors = len(kernel.tensors())
+    # WGSL structs need a member even with no buffers
+    meta = max(1, len(kernel.buffers) + 2 * tensors)
     fields.append(InfoField("static_meta", "u32", meta, offset))
     offset += meta
-    return InfoLayout(tuple(fields), offset)
+    if tensors:
+        fields.append(InfoField("dynamic_meta", "u32", 0, offset))
+    return InfoLayout(tuple(fields), offset, len(kernel.buffers), tensors)
+
+
+def static_meta_index_of_rank(layout: InfoLayout, tensor_number: int) -> int:
+    """Index in static_meta of tensor number `tensor_number`'s rank (its offset follows)."""
+    return layout.buffers + 2 * tensor_number

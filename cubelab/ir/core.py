@@ -16,33 +16,129 @@ from typing import Any, Iterator
 
 from cubelab.ir.types import Type
 
-# name -> one line of meaning; the printer and the docs use it, targets must cover it.
+# name -> meaning; the printer and the docs use it, every target (WGSL, MSL, the CPU runtime) must
+# implement every op. Names and attribute names are stable: targets match on them.
+#
+# Conventions that hold for every op unless its line says otherwise:
+# - "T" is the result type: a scalar `Ty(elem)` or a vector `Ty(elem, width)`; elementwise ops
+#   take operands of the result's type (the frontend splats scalars and casts literals first).
+# - Integer arithmetic wraps modulo 2**32 (two's complement for i32), as in WGSL and Rust's
+#   wrapping ops; float arithmetic is IEEE-754 f32 (no fast-math promises beyond WGSL's).
+# - Bools are `Ty(BOOL)`; in memory (info block) they travel as u32 0/1.
+# - A pointer is `Pointer(pointee, space)`, space in "global" (storage buffer), "function"
+#   (a unit's private local), "shared" (workgroup memory of one cube).
 OPS: dict[str, str] = {
-    "arith.constant": "a literal of the result type (attr value)",
-    "arith.add": "lhs + rhs",
-    "arith.sub": "lhs - rhs",
-    "arith.mul": "lhs * rhs",
-    "arith.div": "lhs / rhs (floats), truncating for integers",
-    "arith.rem": "remainder, sign of the dividend",
-    "arith.min": "min(lhs, rhs)",
-    "arith.max": "max(lhs, rhs)",
-    "arith.cmp": "comparison (attr pred: lt le gt ge eq ne), bool result",
-    "arith.and": "logical and of bools",
-    "arith.or": "logical or of bools",
+    # -- arithmetic ---------------------------------------------------------------------------
+    "arith.constant": "a literal of the result type (attr value: Python bool/int/float); always a "
+                      "scalar (vectors are made with vector.splat)",
+    "arith.add": "lhs + rhs (ints wrap mod 2**32)",
+    "arith.sub": "lhs - rhs (ints wrap mod 2**32)",
+    "arith.mul": "lhs * rhs (ints wrap mod 2**32)",
+    "arith.div": "lhs / rhs. Floats: IEEE division. Ints: truncates toward zero (Python's `//` "
+                 "in kernels lowers here, NOT floored); rhs == 0 gives lhs; i32 MIN / -1 gives "
+                 "MIN (WGSL's defined results, no trap)",
+    "arith.rem": "remainder with the sign of the dividend: lhs - trunc(lhs / rhs) * rhs (ints and "
+                 "floats alike, like C's fmod, NOT Python's floored %); int rhs == 0 gives 0; "
+                 "i32 MIN % -1 gives 0",
+    "arith.min": "min(lhs, rhs); floats: if one operand is NaN the result is either operand "
+                 "(WGSL leaves it open; tests avoid NaN)",
+    "arith.max": "max(lhs, rhs); NaN as arith.min",
+    "arith.cmp": "comparison (attr pred: lt le gt ge eq ne) of two values of one type; result is "
+                 "bool of the operands' width (a vector compare gives a vector of bools); "
+                 "IEEE: any compare with NaN is false except ne",
+    "arith.and": "logical and of bools (both operands are always evaluated: no short circuit)",
+    "arith.or": "logical or of bools (no short circuit)",
     "arith.not": "logical not of a bool",
-    "arith.neg": "-x",
-    "arith.cast": "numeric conversion to the result type",
-    "math.unary": "elementwise math function (attr fn: abs sqrt exp log ...)",
+    "arith.neg": "-x for f32 and i32 (i32 MIN negates to MIN); never on u32",
+    "arith.cast": "conversion to the result type (same width). f32->i32/u32: truncate toward "
+                  "zero, saturating at the target's bounds, NaN -> 0. i32<->u32: same bits "
+                  "(two's complement). int/f32 -> bool: x != 0. bool -> number: 0 or 1. "
+                  "int -> f32: nearest f32",
+    "arith.select": "select(cond, a, b): a where cond is true else b, elementwise; cond is a "
+                    "bool scalar (picks whole values) or a bool vector of the operands' width; "
+                    "operands: [cond, a, b]; both a and b are always evaluated",
+    "arith.bitand": "bitwise and of two ints (i32 or u32, scalar or vector)",
+    "arith.bitor": "bitwise or of two ints",
+    "arith.bitxor": "bitwise xor of two ints",
+    "arith.bitnot": "bitwise not of an int (~x)",
+    "arith.shl": "lhs << rhs; lhs i32/u32, rhs u32 of the same width; only the low 5 bits of rhs "
+                 "are used (shift amount rhs % 32, as WGSL for runtime amounts); bits shifted "
+                 "out are lost",
+    "arith.shr": "lhs >> rhs; rhs u32 as arith.shl (amount rhs % 32); u32: logical (zero fill), "
+                 "i32: arithmetic (sign fill)",
+    # -- math ---------------------------------------------------------------------------------
+    "math.unary": "elementwise function (attr fn) of f32 scalars/vectors: sqrt exp log sin cos "
+                  "tan tanh floor ceil round (round: half to even), and abs (also on i32: "
+                  "abs(MIN) = MIN, wrapping). sqrt/log of negatives give NaN. erf is NOT an op: "
+                  "the frontend lowers it to a polynomial (docs/language.md)",
+    "math.binary": "elementwise function (attr fn) of two f32 values: pow (x**y; NaN for x < 0, "
+                   "as WGSL's exp2(y*log2(x)))",
+    "math.fma": "fma(a, b, c) = a * b + c for f32 scalars/vectors (operands [a, b, c]); may or "
+                "may not round once",
+    # -- vectors ------------------------------------------------------------------------------
     "vector.splat": "a vector whose every component is the scalar operand",
-    "builtin.read": "a primitive builtin (attr name: workgroup_id_x ... local_invocation_index)",
+    "vector.extract": "component `index` (attr, a Python int < width) of a vector operand",
+    # -- kernel inputs ------------------------------------------------------------------------
+    "builtin.read": "a primitive builtin u32 (attr name: workgroup_id_x/y/z, num_workgroups_x/y/z, "
+                    "local_invocation_index, local_invocation_id_x/y/z, and with the subgroup "
+                    "feature: subgroup_size, subgroup_invocation_id)",
     "info.scalar": "a scalar argument read from the info block (attr elem, index)",
-    "buffer.len": "the length in items of a global buffer argument (static metadata)",
-    "memory.index": "a pointer to item `index` of the array behind `base` (attr checked)",
-    "memory.load": "the value behind a pointer",
-    "memory.store": "store a value behind a pointer",
-    "var.declare": "a mutable local; result is a function-space pointer",
-    "scf.if": "if cond then region 0 else region 1",
-    "scf.for": "for i in range(start, end, step): region 0 (block argument i)",
+    "buffer.len": "the length in items of a global buffer (or tensor) argument: "
+                  "info static_meta[binding index]",
+    "tensor.rank": "the rank of a tensor argument (operand: its buffer value), u32 from the info "
+                   "block (see compiler/info.py: static_meta after the lengths holds, per tensor, "
+                   "rank then offset into dynamic_meta)",
+    "tensor.shape": "shape[axis] of a tensor argument; operands [tensor, axis u32]; "
+                    "dynamic_meta[offset + axis]; axis >= rank is unspecified",
+    "tensor.stride": "stride[axis] (in items) of a tensor argument; operands [tensor, axis u32]; "
+                     "dynamic_meta[offset + rank + axis]; axis >= rank is unspecified",
+    # -- memory -------------------------------------------------------------------------------
+    "memory.index": "a pointer to item `index` (u32) of the array behind `base` (a pointer to an "
+                    "Array or RuntimeArray in any space; attr checked: CheckedIo clamps global "
+                    "ones). Out of range in Unchecked mode: unspecified (wgpu reads 0 and drops "
+                    "writes); kernels must not rely on it",
+    "memory.load": "the value behind a pointer (not an atomic one: use atomic.load)",
+    "memory.store": "store a value behind a pointer (operands [pointer, value])",
+    "var.declare": "a unit-private local (function space); result is a pointer to its pointee: "
+                   "a scalar/vector, or Array(item, n) for a local `Array[T](n)`. Zero-"
+                   "initialised (WGSL function vars are)",
+    "shared.declare": "a cube-shared array: result Pointer(Array(item, length), 'shared') "
+                      "(attr name: a stable identifier). One per kernel, declared at the top; "
+                      "every unit of a cube sees the same storage; contents at kernel start are "
+                      "zero (WGSL zero-initialises workgroup memory)",
+    # -- synchronisation ----------------------------------------------------------------------
+    "sync.cube": "barrier for all units of a cube (WGSL workgroupBarrier): every unit waits until "
+                 "all reach it, and shared-memory writes before it are visible to every unit "
+                 "after it. Must be reached by all units of the cube (uniform control flow)",
+    "sync.storage": "storage barrier (WGSL storageBarrier): as sync.cube, for global-buffer "
+                    "writes of units of the same cube",
+    # -- atomics ------------------------------------------------------------------------------
+    "atomic.load": "atomically read the value behind a pointer to Atomic(u32|i32)",
+    "atomic.store": "atomically write (operands [pointer, value]) behind a pointer to Atomic",
+    "atomic.rmw": "atomic read-modify-write (attr kind: add sub min max and or xor swap) of the "
+                  "value behind a pointer to Atomic(elem) with the operand value; result is the "
+                  "OLD value; add/sub wrap; min/max compare as the elem (signed for i32)",
+    "atomic.cas": "compare-exchange-weak: operands [pointer, expected, new]; if the current value "
+                  "equals `expected` it becomes `new`; result is the OLD value (the exchange "
+                  "happened iff old == expected; WGSL may fail spuriously, the CPU runtime "
+                  "never does)",
+    # -- plane (subgroup) ops: only with the adapter's `subgroup` feature ---------------------
+    "plane.reduce": "reduction over the active units of the unit's plane (subgroup) (attr kind: "
+                    "sum min max) of an f32/i32/u32 value; every active unit gets the result",
+    "plane.vote": "plane-wide vote on a bool (attr kind: all any); every active unit gets it",
+    "plane.broadcast": "operands [value, lane u32]: the value held by unit `lane` of the plane "
+                       "(WGSL subgroupShuffle); lane must be an active unit",
+    "plane.elect": "bool: true for exactly one active unit of the plane (the lowest lane)",
+    # -- structured control flow --------------------------------------------------------------
+    "scf.if": "if cond (one bool) then region 0 else region 1 (either may be empty)",
+    "scf.for": "for i in range(start, end, step): region 0 (block argument i); operands "
+               "[start, end, step] of one int type, step > 0; the bounds are read once; "
+               "iterates while i < end",
+    "scf.while": "loop: run region 0 (it ends with scf.condition %c); if c is false, leave; "
+                 "else run region 1 and repeat. break/continue/return are NOT ops: the frontend "
+                 "lowers them to bool flag locals and guards (see docs/language.md)",
+    "scf.condition": "terminator of scf.while's region 0: operand is the bool that continues "
+                     "the loop",
 }
 
 
@@ -113,6 +209,9 @@ class BufferParam:
     item: Type
     writable: bool
     value: Value
+    # A `Tensor[T]` / `TensorMut[T]` argument: its shape and strides live in the info block's
+    # dynamic metadata (compiler/info.py); otherwise a plain slice.
+    tensor: bool = False
 
 
 @dataclass(slots=True)
@@ -137,6 +236,12 @@ class KernelDefinition:
     source_file: str = "<unknown>"
     source_lines: list[str] = field(default_factory=list)
     first_line: int = 1
+    # Adapter features the kernel needs (e.g. "subgroup" for plane ops); a runtime without one
+    # must refuse the launch with a clear error.
+    required_features: set[str] = field(default_factory=set)
+
+    def tensors(self) -> list[BufferParam]:
+        return [b for b in self.buffers if b.tensor]
 
     def scalar_counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -1,8 +1,9 @@
 """Types of IR values.
 
-The IR knows five shapes of value: scalars (`f32`, `i32`, `u32`, `bool`), vectors of 2 or 4
-scalars (a vector of width 1 *is* the scalar, as in CubeCL), fixed-length arrays, runtime-sized
-arrays, and pointers into one of the address spaces. A global buffer argument is a
+The IR knows six shapes of value: scalars (`f32`, `i32`, `u32`, `bool`), vectors of 2 or 4
+scalars (a vector of width 1 *is* the scalar, as in CubeCL), atomics (`atomic<u32>`, only ever
+behind a pointer), fixed-length arrays, runtime-sized arrays, and pointers into one of the
+address spaces. A global buffer argument is a
 `Pointer(RuntimeArray(item), "global")` — not a `RuntimeArray` — which is exactly the detail that
 made CubeCL 0.11.3's CheckedIo pass miss every global buffer (see `ir/passes.py`).
 """
@@ -62,10 +63,28 @@ class Ty:
 
 
 @dataclass(frozen=True, slots=True)
+class Atomic:
+    """An atomic integer (`Atomic[u32]` / `Atomic[i32]`): only the atomic.* ops may touch it."""
+
+    elem: Elem
+
+    def __str__(self) -> str:
+        return f"atomic<{self.elem.value}>"
+
+    @property
+    def value_ty(self) -> Ty:
+        return Ty(self.elem)
+
+    @property
+    def size(self) -> int:
+        return 4
+
+
+@dataclass(frozen=True, slots=True)
 class Array:
     """A fixed-length array (a local `Array[T](n)` or `SharedMemory[T](n)`)."""
 
-    item: Ty
+    item: "Ty | Atomic"
     length: int
 
     def __str__(self) -> str:
@@ -76,7 +95,7 @@ class Array:
 class RuntimeArray:
     """An array whose length is known only at launch (the storage behind a global buffer)."""
 
-    item: Ty
+    item: "Ty | Atomic"
 
     def __str__(self) -> str:
         return f"array<{self.item}>"
@@ -95,7 +114,7 @@ class Pointer:
         return f"ptr<{self.space}, {self.pointee}, {access}>"
 
 
-Type = Ty | Array | RuntimeArray | Pointer
+Type = Ty | Atomic | Array | RuntimeArray | Pointer
 
 F32 = Ty(Elem.F32)
 I32 = Ty(Elem.I32)

@@ -70,3 +70,43 @@ class ScalarArg:
 
     def __repr__(self) -> str:
         return f"ScalarArg({self.value!r})"
+
+
+class TensorArg:
+    """A tensor launch argument: a handle, its shape and its strides (in items, like CubeCL's
+    `TensorArg::from_raw_parts(handle, strides, shape, vectorization)` — cubelab takes shape
+    first, as numpy does). The kernel sees `t.shape(d)`, `t.stride(d)`, `t.rank()` and
+    `t.len()` (the number of items the handle holds); indexing is linear, so a transposed view is
+    the same bytes with swapped strides."""
+
+    __slots__ = ("handle", "shape", "strides", "length")
+
+    def __init__(self, handle: Handle, shape: tuple[int, ...], strides: tuple[int, ...],
+                 length: int) -> None:
+        self.handle, self.shape, self.strides, self.length = handle, shape, strides, length
+
+    @staticmethod
+    def from_raw_parts(handle: Handle, shape: "tuple[int, ...] | list[int]",
+                       strides: "tuple[int, ...] | list[int]") -> "TensorArg":
+        if not isinstance(handle, Handle):
+            raise TypeError(
+                f"TensorArg.from_raw_parts expects a Handle (from client.create_from_slice or "
+                f"client.empty), got {type(handle).__name__}")
+        shape_t = tuple(int(d) for d in shape)
+        strides_t = tuple(int(d) for d in strides)
+        if len(shape_t) != len(strides_t) or not shape_t:
+            raise ValueError(f"TensorArg: shape {shape_t} and strides {strides_t} must have the "
+                             "same, non-zero rank")
+        if any(d < 0 for d in shape_t + strides_t):
+            raise ValueError(f"TensorArg: negative shape or stride in {shape_t} / {strides_t}")
+        length = handle.size // ELEM_BYTES
+        if all(shape_t):
+            span = 1 + sum((d - 1) * st for d, st in zip(shape_t, strides_t))
+            if span > length:
+                raise ValueError(
+                    f"TensorArg: shape {shape_t} with strides {strides_t} reaches item "
+                    f"{span - 1} but {handle!r} holds {length} items")
+        return TensorArg(handle, shape_t, strides_t, length)
+
+    def __repr__(self) -> str:
+        return f"TensorArg({self.handle!r}, shape={self.shape}, strides={self.strides})"

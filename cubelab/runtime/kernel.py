@@ -215,6 +215,10 @@ class BufferBinding:
     items: int
     writable: bool
     name: str = ""
+    # Tensor arguments only: shape and strides in items (packed into the info block's
+    # dynamic_meta, see compiler/info.py). None for plain slices.
+    shape: tuple[int, ...] | None = None
+    strides: tuple[int, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -226,6 +230,12 @@ class Bindings:
 
     def lengths(self) -> list[int]:
         return [b.items for b in self.buffers]
+
+    def tensor_meta(self) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
+        """Per buffer in binding order: (shape, strides) for tensors, None for slices — the
+        third argument of `InfoLayout.pack`."""
+        return [(b.shape, b.strides) if b.shape is not None and b.strides is not None else None
+                for b in self.buffers]
 
     def buffers_written(self) -> list["Handle"]:
         return [b.handle for b in self.buffers if b.writable]

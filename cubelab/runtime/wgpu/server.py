@@ -172,7 +172,8 @@ class WgpuServer(Server):
 
     # -- dispatch -----------------------------------------------------------------------------
     def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
-        info_bytes = entry.compiled.info.pack(bindings.scalars, bindings.lengths())
+        info_bytes = entry.compiled.info.pack(bindings.scalars, bindings.lengths(),
+                                              bindings.tensor_meta())
         info = self._info.get(info_bytes)
         if info is None:
             if len(self._info) >= _CACHE_LIMIT:
