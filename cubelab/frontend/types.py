@@ -134,6 +134,19 @@ ElemSpec = ScalarKind | GenericScalar
 WidthSpec = int | GenericSize
 
 
+def from_type_param(x: Any) -> Any:
+    """PEP 695 (`def k[F: Float, N: Size](...)`, Python >= 3.12): a TypeVar bounded by `Float`,
+    `Int` or `Size` stands for the generic of that name; anything else is returned unchanged."""
+    bound = getattr(x, "__bound__", None)
+    if bound is None or not hasattr(x, "__name__"):
+        return x
+    if isinstance(bound, _Family):
+        return GenericScalar(x.__name__, bound.name)
+    if isinstance(bound, _SizeFamily):
+        return GenericSize(x.__name__)
+    return x
+
+
 class VectorSpec:
     """`Vector[F, N]`: N scalars of F handled as one value (N in 1, 2, 4)."""
 
@@ -158,7 +171,7 @@ class _VectorNamespace:
     def __getitem__(self, params: tuple[Any, Any]) -> VectorSpec:
         if not isinstance(params, tuple) or len(params) != 2:
             raise TypeError("Vector takes two parameters: Vector[F, N]")
-        elem, width = params
+        elem, width = (from_type_param(p) for p in params)
         if not isinstance(elem, (ScalarKind, GenericScalar)):
             raise TypeError(f"Vector[...]'s first parameter must be a scalar type, got {elem!r}")
         if isinstance(width, int) and width not in (1, 2, 4):
@@ -178,6 +191,7 @@ class BufferSpec:
     """`Slice[T]` (read-only, `&[T]`) or `SliceMut[T]` (read-write, `&mut [T]`)."""
 
     def __init__(self, item: ElemSpec | VectorSpec, writable: bool) -> None:
+        item = from_type_param(item)
         if isinstance(item, ScalarKind) and item.elem is Elem.BOOL:
             raise TypeError("buffers of bool are not allowed (WGSL storage has no bool); use u32")
         if not isinstance(item, (ScalarKind, GenericScalar, VectorSpec)):
