@@ -152,7 +152,8 @@ class WgpuServer(Server):
     def _compile_error(self, entry: PipelineEntry, message: str) -> CompileError:
         lines = entry.compiled.source.splitlines()
         where = ""
-        m = re.search(r"wgsl:(\d+):(\d+)", message)
+        # parse errors say "┌─ wgsl:12:5", validation errors "┌─ :12:5"
+        m = re.search(r"┌─ [^:\n]*:(\d+):(\d+)", message)
         if m:
             ln = int(m.group(1))
             text = lines[ln - 1] if 0 < ln <= len(lines) else ""
