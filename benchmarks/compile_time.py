@@ -44,9 +44,12 @@ def frontend_times(k: Any, repeats: int) -> dict[str, float]:
 def driver_time(client: Any, launch: Any) -> float:
     """ms from codegen's end through the first dispatch, from the CompileFinished event."""
     client.clear_cache()
-    with client.events.record(ev.CompileFinished) as rec:
+    with client.events.record(ev.CompileFinished, ev.CompileFailed, ev.LaunchFailed) as rec:
         launch()
         client.sync()
+    failed = rec.of(ev.CompileFailed) + rec.of(ev.LaunchFailed)
+    if failed:
+        raise RuntimeError(f"the benchmark's launch failed: {failed[0].error}")
     (done,) = rec.of(ev.CompileFinished)
     return done.driver_s * 1e3
 
