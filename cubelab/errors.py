@@ -57,13 +57,31 @@ class BufferFailure(CubeError):
     """Raised when reading a buffer that a failed launch should have written.
 
     Failure is buffer state (seed 001): the launch returned long ago; the error waited on the
-    buffers it would have written, and surfaces here with its root cause.
+    buffers it would have written, and surfaces here with its root cause (`kernel`, `cause`),
+    the buffer's binding name (`buffer`) and the launches skipped because of it (`skipped`).
     """
 
     def __init__(self, handle_id: int, kernel: str, cause: BaseException,
-                 skipped: tuple[str, ...] = ()) -> None:
+                 skipped: tuple[str, ...] = (), buffer: str = "") -> None:
         self.handle_id, self.kernel, self.cause, self.skipped = handle_id, kernel, cause, skipped
-        msg = f"buffer #{handle_id} holds no valid data: kernel `{kernel}` failed:\n{cause}"
+        self.buffer = buffer
+        what = f"buffer #{handle_id}" + (f" (`{buffer}`)" if buffer else "")
+        msg = (f"{what} holds no valid data: kernel `{kernel}` failed "
+               f"({type(cause).__name__}):\n{cause}")
         if skipped:
-            msg += "\n(launches skipped because of it: " + ", ".join(skipped) + ")"
+            msg += "\n(launches skipped because of it: " + " -> ".join(skipped) + ")"
         super().__init__(msg)
+
+
+class ResourceError(CubeError):
+    """The device cannot give a launch what it asks for (too many cubes, too much memory, ...).
+    Raised on the device thread and stored on the launch's written buffers, like any failure."""
+
+
+class CaptureError(CubeError):
+    """Graph capture refused something (a read, sync, profile or host write inside the window,
+    an allocation, a skipped launch); `stop_capture` reports every refusal."""
+
+
+class DeviceFault(DeviceError):
+    """The device itself failed (reported by `sync()`, which owns faults no buffer can carry)."""

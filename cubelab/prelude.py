@@ -18,6 +18,8 @@ from cubelab.frontend.types import (
     u32,
 )
 from cubelab.runtime.device import Device
+from cubelab.runtime.dry_run import dry_run, real_run
+from cubelab.runtime.streams import stream
 from cubelab.runtime.handle import BufferArg, ScalarArg
 from cubelab.runtime.kernel import CubeCount, CubeDim, ExecutionMode
 
@@ -31,5 +33,5 @@ def comptime(value):  # type: ignore[no-untyped-def]
 __all__ = [
     *_builtins_all, "cube", "comptime", "exp", "log", "sqrt", "Comptime", "Float", "Int", "Size",
     "Slice", "SliceMut", "Vector", "bool_", "f32", "i32", "u32", "Device", "BufferArg",
-    "ScalarArg", "CubeCount", "CubeDim", "ExecutionMode",
+    "ScalarArg", "CubeCount", "CubeDim", "ExecutionMode", "dry_run", "real_run", "stream",
 ]

@@ -1,16 +1,21 @@
-"""`Client`: the calling thread's side of a device.
+"""`Client`: the calling thread's side of a device — the first of a launch's two hand-offs.
 
-`launch` runs the calling-thread gates in the seed's order and hands the kernel to the device
-thread, then returns: nothing is compiled, no IR is built here. The gates exist because after
-the hand-off the device thread has no channel back to the caller:
+`launch` runs the calling-thread gates in the seed's order, hands the kernel to the device
+thread and returns: nothing is compiled and no IR is built here. The hand-off is irreversible,
+so whatever only this thread knows is decided before it:
 
-1. a static count with a zero dimension returns at once (some drivers reject empty dispatches,
-   and the device thread could not report it);
-2. a handle owned by another device is refused at once (its memory coordinates mean nothing
-   here: reading them there is not an error but garbage);
-3. a launch over a device limit (units per cube, cubes per dimension) is refused the same way on
-   every runtime;
-4. profiling (the debug log, `client.profile`) makes the submit blocking and times it.
+1. a static count with a zero dimension returns at once — nothing compiled, claimed or
+   dispatched (some drivers reject empty dispatches, and the device thread has no channel to
+   report it);
+2. a handle owned by another device is refused at once, the dynamic count's included (its memory
+   coordinates mean nothing here: reading them there is not an error but garbage);
+3. the `LaunchMode` (Execute or Skip) is decided from the process-wide dry-run depth and this
+   thread's RealRun depth (`dry_run.py`), and the stream from this thread (`streams.py`);
+4. profiling (the debug log, `client.profile()`) makes the submit blocking and times it.
+
+Device limits (units per cube, cubes per dimension) are *not* gates: like every failure the
+device thread finds, they land on the launch's written buffers and surface at `read`, `check`
+or `sync_buffers`. `sync()` reports device faults only.
 """
 
 from __future__ import annotations
@@ -21,8 +26,11 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from cubelab.errors import LaunchError
 from cubelab.runtime import events as ev
+from cubelab.runtime.capture import Graph
+from cubelab.runtime.dry_run import launch_mode
 from cubelab.runtime.handle import Handle
 from cubelab.runtime.kernel import Bindings, CubeCount, CubeKernel
+from cubelab.runtime.streams import current_stream
 
 if TYPE_CHECKING:
     from cubelab.runtime.device import Device
@@ -49,6 +57,7 @@ class Client:
         self._server = device.server
         self.events: ev.EventBus = device.bus
         self._profile_depth = threading.local()
+        self._pin = threading.local()  # set_stream: per thread, since one Client serves all
 
     # -- identity -----------------------------------------------------------------------------
     def name(self) -> str:
@@ -64,35 +73,87 @@ class Client:
     def __repr__(self) -> str:
         return f"Client({self.name()!r}, adapter={self.properties().adapter!r})"
 
+    # -- streams ------------------------------------------------------------------------------
+    def stream_id(self) -> int:
+        """The stream this thread's launches join: `set_stream`'s pin, else `current_stream()`."""
+        pinned = getattr(self._pin, "id", None)
+        return pinned if pinned is not None else current_stream()
+
+    def set_stream(self, stream_id: int | None) -> None:
+        """Pin this thread's launches on this client to `stream_id` (None unpins)."""
+        if stream_id is not None and (not isinstance(stream_id, int) or stream_id < 1):
+            raise ValueError(f"a StreamId is a positive int, got {stream_id!r}")
+        self._pin.id = stream_id
+
+    def set_max_tasks(self, n: int) -> None:
+        """A stream's queue is flushed when it holds `n` tasks (default 64)."""
+        self._runner.call(setattr, self._server, "max_tasks", n)
+
+    @property
+    def max_tasks(self) -> int:
+        return int(self._server.max_tasks)
+
     # -- memory -------------------------------------------------------------------------------
-    def create_from_slice(self, data: Any) -> Handle:
-        raw = _as_bytes(data)
-        handle = Handle.new(len(raw), self._device.id)
-        self._runner.call(self._server.create, handle, raw)
+    def _alloc(self, handle: Handle, raw: bytes | None) -> Handle:
+        self._runner.call(self._server.alloc, handle, raw, self.stream_id())
         if self.events.active:
             self.events.publish(ev.BufferCreated(handle.id, handle.size))
         return handle
+
+    def create_from_slice(self, data: Any) -> Handle:
+        raw = _as_bytes(data)
+        return self._alloc(Handle.new(len(raw), self._device.id), raw)
 
     def empty(self, size: int) -> Handle:
         if not isinstance(size, int) or size < 0:
             raise ValueError(f"empty(size) needs a byte count >= 0, got {size!r}")
-        handle = Handle.new(size, self._device.id)
-        self._runner.call(self._server.create, handle, None)
-        if self.events.active:
-            self.events.publish(ev.BufferCreated(handle.id, handle.size))
-        return handle
+        return self._alloc(Handle.new(size, self._device.id), None)
+
+    def write(self, handle: Handle, data: Any) -> None:
+        """Host write into an existing buffer (the data becomes valid: any failure is gone)."""
+        self._expect_local(handle, "write")
+        raw = _as_bytes(data)
+        if len(raw) > handle.size:
+            raise ValueError(f"write: {len(raw)} bytes do not fit in {handle!r}")
+        self._runner.call(self._server.host_write, handle, raw, self.stream_id())
 
     def read_one(self, handle: Handle) -> bytes:
+        """The bytes of `handle`; raises `BufferFailure` (root cause, kernel, skipped launches)
+        if a failed launch should have written it."""
         return self.read([handle])[0]
 
     def read(self, handles: Iterable[Handle]) -> list[bytes]:
         hs = list(handles)
         for h in hs:
             self._expect_local(h, "read")
-        return self._runner.call(self._server.read, hs)  # type: ignore[no-any-return]
+        return self._runner.call(  # type: ignore[no-any-return]
+            self._server.read, hs, self.stream_id())
+
+    def check(self, handles: Iterable[Handle]) -> None:
+        """A read check without the read: raise the `BufferFailure` a buffer carries, if any.
+        Sees every failure found when the launch reached the device thread (compile errors,
+        skips, refusals); it does not wait for the GPU."""
+        hs = list(handles)
+        for h in hs:
+            self._expect_local(h, "check")
+        self._runner.call(self._server.check, hs)
+
+    def sync_buffers(self, handles: Iterable[Handle]) -> None:
+        """Barrier, then answer: wait for the work touching `handles`, then `check` them."""
+        hs = list(handles)
+        for h in hs:
+            self._expect_local(h, "sync_buffers")
+        self._runner.call(self._server.sync_buffers, hs, self.stream_id())
+
+    def buffer_state(self, handle: Handle) -> str:
+        """"clean", "claimed" or "failed" (for views; `check` says why)."""
+        self._expect_local(handle, "buffer_state")
+        return self._runner.call(self._server.buffer_state, [handle])[0]  # type: ignore[no-any-return]
 
     def sync(self) -> None:
-        self._runner.call(self._server.sync)
+        """Wait for all submitted work. Reports device faults only: a launch's failure lives on
+        the buffers it did not write (`read`, `check`, `sync_buffers` report those)."""
+        self._runner.call(self._server.device_sync, self.stream_id())
 
     def set_compilation_options(self, **options: Any) -> None:
         """Change compiler settings (e.g. `checked_io="cubecl-0.11.3"`); clears the cache."""
@@ -101,6 +162,25 @@ class Client:
     def clear_cache(self) -> None:
         """Forget every compiled pipeline (the next launch of each KernelId compiles again)."""
         self._runner.call(self._server.clear_cache, "client.clear_cache()")
+
+    # -- graph capture ------------------------------------------------------------------------
+    def start_capture(self) -> None:
+        """Open a recording window on this thread's stream (see `runtime/capture.py`)."""
+        self._runner.call(self._server.start_capture, self.stream_id())
+
+    def stop_capture(self) -> Graph:
+        """Seal the window into a `Graph`; raises `CaptureError` listing every refusal."""
+        sid = self.stream_id()
+        records = self._runner.call(self._server.stop_capture, sid)
+        return Graph(self, records, sid)
+
+    def _replay(self, graph: Graph) -> None:
+        if launch_mode().is_skipped:
+            return
+        seq0 = next(_launch_seq)
+        for _ in range(len(graph.records) - 1):
+            next(_launch_seq)
+        self._runner.submit(self._server.replay, graph.records, graph.stream, seq0)
 
     # -- launch -------------------------------------------------------------------------------
     def _expect_local(self, handle: Handle, what: str) -> None:
@@ -118,29 +198,36 @@ class Client:
         return self._device.debug_log is not None or getattr(self._profile_depth, "n", 0) > 0
 
     def launch(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings) -> None:
+        # Gate 1: zero-dimension static counts never leave this thread.
         if count.is_static and (count.x == 0 or count.y == 0 or count.z == 0):
             if self.events.active:
                 self.events.publish(ev.LaunchGated(kernel.name, "zero-dimension cube count", 0))
             return
+        # Gate 2: foreign handles are refused here, where the caller can still be told.
+        if count.handle is not None:
+            self._expect_local(count.handle, f"launch of `{kernel.name}` (dynamic cube count)")
         for b in bindings.buffers:
             self._expect_local(b.handle, f"launch of `{kernel.name}`")
-        props = self._server.properties
-        if count.is_static:
-            for axis, n in zip("xyz", count.as_tuple()):
-                if n > props.max_cubes_per_dim:
-                    raise LaunchError(
-                        f"launch of `{kernel.name}`: cube count {axis}={n} exceeds the device "
-                        f"limit of {props.max_cubes_per_dim} cubes per dimension; spread the "
-                        "work over more dimensions or loop inside the kernel"
-                    )
+        # Gate 3: only this thread knows whether this launch is a dry run or a measurement.
+        mode = launch_mode()
+        stream = self.stream_id()
         seq = next(_launch_seq)
-        kernel_id = kernel.id()
         if self.events.active:
-            self.events.publish(ev.LaunchIssued(kernel.name, kernel_id, count.as_tuple(), seq))
+            self.events.publish(ev.LaunchIssued(kernel.name, kernel.id(), count.as_tuple(), seq,
+                                                mode.value, stream))
+        # Gate 4: profiling waits for the device thread and brings the timing back.
         if self.profiling:
-            self._runner.call(self._server.launch, kernel, count, bindings, seq, True)
+            self._runner.call(self._refuse_profile, stream)
+            self._runner.call(self._server.launch, kernel, count, bindings, seq, True, mode,
+                              stream)
         else:
-            self._runner.submit(self._server.launch, kernel, count, bindings, seq, False)
+            self._runner.submit(self._server.launch, kernel, count, bindings, seq, False, mode,
+                                stream)
+
+    def _refuse_profile(self, stream: int) -> None:
+        cap = self._server.captures.get(stream)
+        if cap is not None:
+            raise cap.refuse("profiling (client.profile or the debug log)")
 
     def profile(self) -> "_Profile":
         """`with client.profile(): ...` makes launches inside blocking and timed."""

@@ -35,6 +35,8 @@ class LaunchIssued(Event):
     kernel_id: "KernelId"
     cube_count: tuple[int, int, int]
     launch_seq: int
+    mode: str = "Execute"  # the LaunchMode decided on the calling thread
+    stream: int = 0
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,7 @@ class Flushed(Event):
 
     dispatches: int
     why: str
+    stream: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,31 +1,60 @@
-"""The bookkeeping every server shares, written once: KernelId cache, compile pipeline, failures.
+"""The bookkeeping every server shares, written once: KernelId cache, compile pipeline, failure
+ledger, streams, dry-run skips, dynamic counts and graph capture.
 
-A concrete server (`runtime/wgpu/server.py`, ...) supplies memory, a target and `dispatch`; this
-base class does the rest on the device thread, in the seed's order:
+A concrete server (`runtime/wgpu/server.py`, `runtime/cpu/`) supplies memory, a target and a
+handful of hooks; this base class runs the second hop of a launch on the device thread, in the
+seed's order:
 
-1. compile-or-reuse by KernelId (miss: `define()` → passes → codegen → pipeline), publishing
-   CompileStarted / CompileFinished or CacheHit;
-2. a kernel that cannot be compiled (expansion error, codegen error, the driver's refusal) puts
-   its error on every buffer the launch would write — failure is buffer state, not a return
-   value: `launch` returned long ago, so the error waits on the buffers and `read` raises it;
-3. a dispatch that succeeds makes its outputs clean again (a relaunch repairs a failed buffer).
+1. **compile-or-reuse** by KernelId (miss: `define()` → passes → codegen → pipeline), publishing
+   CompileStarted / CompileFinished or CacheHit. Compiling comes first because the write set is
+   laid out from what the *compiled* kernel writes (`buffer_io.py`). A kernel that cannot be
+   compiled has no IR to ask, so its failure lands on the *declared* write set
+   (`buffers_written(None)`, via `ExecuteScope.failed_writing`);
+2. **dry run**: a `LaunchMode.Skip` verdict returns here — after compiling and caching, before
+   any buffer is claimed, aligned or dispatched;
+3. **align** the launch's stream with every stream that last touched one of its buffers;
+4. **ExecuteScope.launching**: skip if a read buffer (the dynamic count's included) carries a
+   failure, else claim the write set, run the body (resolve a dynamic count, check the device's
+   limits, `dispatch`), release or replace;
+5. **register** the task on its stream (flushed at `max_tasks`, on a read/sync that depends on
+   it, when another stream shares a buffer, or when the device thread goes idle).
+
+Backend hooks (keep them stable; `runtime/cpu/` implements the same set):
+`create(handle, data)`, `read_bytes(handles)`, `sync()` (a barrier), `wait()`,
+`dispatch(entry, count, bindings)` (on stream `self.stream`; `count` is always static here),
+`build_pipeline(entry)`, and optionally `submit_stream(stream)` (send a stream's queued work;
+default: nothing to send), `write_bytes(handle, data)` (default: `create` again),
+`resolve_dynamic_count(handle)` (default: drain and read the 12 bytes on the host; return None
+to dispatch indirectly instead), `take_async_errors()` (errors the driver reported on the side).
 """
 
 from __future__ import annotations
 
+import struct
 import time
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
 
 from cubelab.compiler.base import CompiledSource
-from cubelab.errors import BufferFailure, CubeError, KernelSourceError
+from cubelab.errors import CaptureError, CubeError, DeviceFault, KernelSourceError, ResourceError
 from cubelab.ir.core import KernelDefinition
 from cubelab.ir.passes import CheckedIo, CheckedIoRule, PassManager
 from cubelab.ir.printer import print_kernel
 from cubelab.runtime import events as ev
+from cubelab.runtime.buffer_io import BufferIO, buffer_io
+from cubelab.runtime.capture import Capture, Recorded
+from cubelab.runtime.dry_run import LaunchMode
+from cubelab.runtime.execute_scope import (
+    UNTOUCHED,
+    ExecuteScope,
+    FailureLedger,
+    LaunchInfo,
+    fail_buffers,
+)
 from cubelab.runtime.handle import Handle
 from cubelab.runtime.kernel import Bindings, CubeCount, CubeKernel, ExecutionMode, KernelId
+from cubelab.runtime.streams import StreamScheduler, Task
 
 
 @dataclass
@@ -48,6 +77,7 @@ class PipelineEntry:
     pipeline: Any = None
     layout: Any = None
     extra_sources: dict[str, str] = field(default_factory=dict)
+    io: tuple[BufferIO, ...] | None = None  # what the compiled IR reads/writes, per buffer
 
 
 @dataclass
@@ -66,15 +96,24 @@ class ExpansionPanicked(CubeError):
     Python error inside expansion): the seed's `CompilationError::ExpansionPanicked`."""
 
 
+def _written_pairs(bindings: Bindings, io: tuple[BufferIO, ...] | None) -> list[tuple[Handle, str]]:
+    return [(b.handle, b.name) for b in bindings.written(io)]
+
+
 class Server:
     name = "server"
     target: Any = None
+    properties: Any = None
 
-    def __init__(self, bus: ev.EventBus) -> None:
+    def __init__(self, bus: ev.EventBus, max_tasks: int = 64) -> None:
         self.bus = bus
         self.options = CompilationOptions()
         self.pipelines: dict[KernelId, PipelineEntry] = {}
-        self.failures: dict[int, tuple[str, BaseException]] = {}
+        self.ledger = FailureLedger()
+        self.scheduler = StreamScheduler(bus, self.submit_stream, self._submit_failed, max_tasks)
+        self.captures: dict[int, Capture] = {}
+        self.faults: list[BaseException] = []  # device faults: sync() reports them
+        self.stream = 0  # the stream of the dispatch being encoded (read by `dispatch`)
 
     # -- memory (per backend) -----------------------------------------------------------------
     def create(self, handle: Handle, data: bytes | None) -> None:
@@ -83,11 +122,113 @@ class Server:
     def read_bytes(self, handles: list[Handle]) -> list[bytes]:
         raise NotImplementedError
 
+    def write_bytes(self, handle: Handle, data: bytes) -> None:
+        """Host write into existing memory (backends with a cheaper path override it)."""
+        self.create(handle, data)
+
     def sync(self) -> None:
-        raise NotImplementedError
+        """Backend barrier: block until the device finished everything submitted."""
+        self.wait()
+
+    def wait(self) -> None:
+        """Block until the device has finished everything submitted."""
+
+    def submit_stream(self, stream: int) -> None:
+        """Send the work queued on `stream` to the device (batching backends override it)."""
+
+    def take_async_errors(self) -> list[BaseException]:
+        """Errors the driver reported on the side since the last call (wgpu's logged errors)."""
+        return []
+
+    @property
+    def max_tasks(self) -> int:
+        return self.scheduler.max_tasks
+
+    @max_tasks.setter
+    def max_tasks(self, n: int) -> None:
+        if not isinstance(n, int) or n < 1:
+            raise ValueError(f"max_tasks must be a positive int, got {n!r}")
+        self.scheduler.max_tasks = n
 
     def flush(self, why: str) -> None:
-        """Submit queued work (backends that batch override this)."""
+        """Submit every stream's queued work (the runner calls `flush("idle")`)."""
+        self.scheduler.flush_all(why)
+
+    def _submit_failed(self, tasks: list[Task], exc: BaseException) -> None:
+        # The driver refused a whole submission: every task in it carries the refusal.
+        for t in tasks:
+            if t.written:
+                info = LaunchInfo(t.kernel, _NO_ID, t.launch_seq)
+                fail_buffers(self.ledger, self.bus, info, t.written, exc)
+
+    # -- calls from the client (device thread) ------------------------------------------------
+    def alloc(self, handle: Handle, data: bytes | None, stream: int) -> None:
+        cap = self.captures.get(stream)
+        if cap is not None:
+            cap.refuse(f"allocation of {handle!r} (allocate before start_capture)")
+        self.create(handle, data)
+
+    def read(self, handles: list[Handle], stream: int = 0) -> list[bytes]:
+        self._refuse_in_capture(stream, "read")
+        for h in handles:
+            err = self.ledger.error_for(h)
+            if err is not None:
+                raise err
+        self.scheduler.flush_for(handles, "read")
+        self._raise_async("read")
+        return self.read_bytes(handles)
+
+    def check(self, handles: list[Handle]) -> None:
+        """A read check without the read: raise the failure a buffer carries, if any."""
+        for h in handles:
+            err = self.ledger.error_for(h)
+            if err is not None:
+                raise err
+
+    def sync_buffers(self, handles: list[Handle], stream: int = 0) -> None:
+        """Barrier, then answer: wait for the work touching `handles`, then `check` them."""
+        self._refuse_in_capture(stream, "sync_buffers")
+        self.scheduler.flush_for(handles, "sync")
+        self.sync()
+        self._collect_async()
+        self.check(handles)
+
+    def device_sync(self, stream: int = 0) -> None:
+        """`client.sync()`: wait for everything; report device faults only (launch failures
+        live on the buffers they did not write)."""
+        self._refuse_in_capture(stream, "sync")
+        self.flush("sync")
+        self.sync()
+        self._collect_async()
+        if self.faults:
+            faults, self.faults = self.faults, []
+            raise DeviceFault("the device reported a fault:\n" + "\n".join(
+                f"  {type(f).__name__}: {f}" for f in faults))
+
+    def host_write(self, handle: Handle, data: bytes, stream: int = 0) -> None:
+        self._refuse_in_capture(stream, "host write")
+        # queued work touching this buffer must run first (on wgpu, queue.write_buffer is
+        # ordered before any command buffer submitted after it)
+        self.scheduler.flush_for([handle], "host-write")
+        self.write_bytes(handle, data)
+        self.scheduler.last_stream[handle.id] = stream
+        self.ledger.forget(handle)  # fresh host data is valid data
+
+    def buffer_state(self, handles: list[Handle]) -> list[str]:
+        return [self.ledger.state(h) for h in handles]
+
+    def _refuse_in_capture(self, stream: int, what: str) -> None:
+        cap = self.captures.get(stream)
+        if cap is not None:
+            raise cap.refuse(what)
+
+    def _collect_async(self) -> None:
+        self.faults.extend(self.take_async_errors())
+
+    def _raise_async(self, what: str) -> None:
+        errs = self.take_async_errors()
+        if errs:
+            self.faults.extend(errs)
 
     # -- compile (shared) ---------------------------------------------------------------------
     def set_options(self, **changes: Any) -> None:
@@ -114,9 +255,22 @@ class Server:
         """Other targets' source for the same definition (e.g. MSL, shown but not run)."""
         return {}
 
+    def check_limits(self, kernel_id: KernelId) -> None:
+        """Refuse, as a compile failure, a kernel the device cannot run (units per cube)."""
+        props = self.properties
+        if props is None:
+            return
+        dim = kernel_id.cube_dim
+        if dim.num_units > props.max_units_per_cube or any(
+                d > m for d, m in zip(dim.as_tuple(), props.max_cube_dim)):
+            raise ResourceError(
+                f"cube dim {dim.as_tuple()} has {dim.num_units} units; the device allows at most "
+                f"{props.max_units_per_cube} units per cube and {props.max_cube_dim} per axis")
+
     def compile(self, kernel: CubeKernel, kernel_id: KernelId, seq: int) -> "_Compiled":
         self.bus.publish(ev.CompileStarted(kernel.name, kernel_id, seq))
         t0 = time.perf_counter()
+        self.check_limits(kernel_id)
         try:
             definition = kernel.define()
         except KernelSourceError:
@@ -134,78 +288,181 @@ class Server:
         t3 = time.perf_counter()
         entry = PipelineEntry(kernel_id, definition.entry, compiled, definition)
         entry.extra_sources = self.extra_targets(definition)
+        entry.io = buffer_io(definition)
         self.build_pipeline(entry)
         t4 = time.perf_counter()
         passes = tuple((r.name, r.before, r.after) for r in records)
         return _Compiled(entry, expanded_ir, passes, t1 - t0, t2 - t1, t3 - t2, t4 - t3)
 
+    def _compile_finished(self, kernel: CubeKernel, c: _Compiled, seq: int,
+                          first_dispatch_s: float) -> None:
+        entry = c.entry
+        self.bus.publish(ev.CompileFinished(
+            kernel.name, entry.kernel_id, entry.entry, entry.compiled.target,
+            entry.compiled.source, print_kernel(entry.definition), c.expanded_ir,
+            c.passes, c.expand_s, c.passes_s, c.codegen_s, c.driver_s + first_dispatch_s, seq,
+            extra_sources=dict(entry.extra_sources),
+        ))
+
     # -- launch (shared) ----------------------------------------------------------------------
     def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
         raise NotImplementedError
 
-    def wait(self) -> None:
-        """Block until the device has finished everything submitted."""
+    def resolve_dynamic_count(self, handle: Handle) -> tuple[int, int, int] | None:
+        """Host path (the CPU runtime's): drain what may write the count, read its 12 bytes.
+        A backend that can dispatch indirectly returns None and reads nothing."""
+        self.scheduler.flush_for([handle], "dynamic-count")
         self.sync()
+        (raw,) = self.read_bytes([handle])
+        x, y, z = struct.unpack_from("<3I", raw, 0)
+        return (x, y, z)
 
     def launch(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings, seq: int,
-               profile: bool = False) -> None:
+               profile: bool = False, mode: LaunchMode = LaunchMode.Execute,
+               stream: int = 0) -> None:
         kernel_id = kernel.id()
+        info = LaunchInfo(kernel.name, kernel_id, seq, stream)
         entry = self.pipelines.get(kernel_id)
-        fresh = entry is None
         compiled: _Compiled | None = None
         if entry is None:
             try:
                 compiled = self.compile(kernel, kernel_id, seq)
             except BaseException as exc:  # noqa: BLE001 - becomes buffer state
+                self.take_async_errors()  # wgpu also logs what it just raised: not a fault
                 self.bus.publish(ev.CompileFailed(kernel.name, kernel_id, exc, seq))
-                self._fail(kernel.name, kernel_id, bindings.buffers_written(), exc, seq)
+                cap = self.captures.get(stream)
+                if cap is not None:
+                    cap.refuse(f"launch of `{kernel.name}` failed to compile: {exc}")
+                # No IR, so no answer from it: the declared IO names the write set.
+                ExecuteScope.failed_writing(self.ledger, self.bus, info,
+                                            _written_pairs(bindings, None), exc)
                 return
             entry = compiled.entry
             self.pipelines[kernel_id] = entry
         else:
             self.bus.publish(ev.CacheHit(kernel.name, kernel_id, entry.entry, seq))
 
-        t0 = time.perf_counter()
-        try:
-            self.dispatch(entry, count, bindings)
-            if fresh or profile:
-                self.flush("profile" if profile else "first-dispatch")
-                self.wait()
-        except BaseException as exc:  # noqa: BLE001
-            self._fail(kernel.name, kernel_id, bindings.buffers_written(), exc, seq)
+        if mode is LaunchMode.Skip:
+            # Everything a first launch does short of dispatching is done; nothing is claimed.
+            if compiled is not None:
+                self._compile_finished(kernel, compiled, seq, 0.0)
+            if self.bus.active:
+                self.bus.publish(ev.LaunchSkipped(kernel.name, kernel_id, "dry-run", seq))
             return
+
+        cap = self.captures.get(stream)
+        if cap is not None:
+            self._record(cap, info, kernel, entry, count, bindings)
+            if compiled is not None:
+                self._compile_finished(kernel, compiled, seq, 0.0)
+            return
+
+        t0 = time.perf_counter()
+        ran = self._execute(info, entry, count, bindings, flush=compiled is not None or profile,
+                            why="profile" if profile else "first-dispatch")
         elapsed = time.perf_counter() - t0
-        for h in bindings.buffers_written():
-            self.failures.pop(h.id, None)
-        self.bus.publish(
-            ev.LaunchDispatched(kernel.name, kernel_id, entry.entry, count.as_tuple(), seq)
-        )
         if compiled is not None:
-            c = compiled
+            self._compile_finished(kernel, compiled, seq, elapsed)
+        if ran and profile:
             self.bus.publish(
-                ev.CompileFinished(
-                    kernel.name, kernel_id, entry.entry, entry.compiled.target,
-                    entry.compiled.source, print_kernel(entry.definition), c.expanded_ir,
-                    c.passes, c.expand_s, c.passes_s, c.codegen_s, c.driver_s + elapsed, seq,
-                    extra_sources=dict(entry.extra_sources),
-                )
-            )
-        if profile:
-            self.bus.publish(
-                ev.ProfileSample(kernel.name, kernel_id, kernel.profile_tag, elapsed, seq)
-            )
+                ev.ProfileSample(kernel.name, kernel_id, kernel.profile_tag, elapsed, seq))
 
-    def _fail(self, name: str, kernel_id: KernelId, written: list[Handle], exc: BaseException,
-              seq: int) -> None:
-        for h in written:
-            self.failures[h.id] = (name, exc)
-        self.bus.publish(
-            ev.LaunchFailed(name, kernel_id, exc, tuple(h.id for h in written), seq)
-        )
+    def _execute(self, info: LaunchInfo, entry: PipelineEntry, count: CubeCount,
+                 bindings: Bindings, flush: bool = False, why: str = "",
+                 batch: bool = False) -> bool:
+        """Align, open the scope, dispatch, queue. True when a dispatch was encoded."""
+        stream = info.stream
+        io = entry.io
+        written = _written_pairs(bindings, io)
+        reads = bindings.buffers_read(io)
+        touched = [b.handle for b in bindings.buffers]
+        if count.handle is not None:
+            # The count travels outside the bindings, yet the dispatch reads it as its grid.
+            reads.append(count.handle)
+            touched.append(count.handle)
+        self.scheduler.align(stream, touched)
+        scope = ExecuteScope.launching(self.ledger, self.bus, info, reads, written)
+        if scope.skipped:
+            return False
+        dispatched = False
 
-    def read(self, handles: list[Handle]) -> list[bytes]:
-        for h in handles:
-            failure = self.failures.get(h.id)
-            if failure is not None:
-                raise BufferFailure(h.id, failure[0], failure[1])
-        return self.read_bytes(handles)
+        def body() -> object:
+            nonlocal dispatched
+            c = count
+            if count.handle is not None:
+                resolved = self.resolve_dynamic_count(count.handle)
+                if resolved is not None:
+                    if 0 in resolved:
+                        return UNTOUCHED  # a zero grid dispatches nothing, writes nothing
+                    c = CubeCount(*resolved)
+            limit = self.properties.max_cubes_per_dim if self.properties is not None else None
+            if limit is not None and c.is_static and max(c.as_tuple()) > limit:
+                return ResourceError(
+                    f"launch of `{info.kernel}`: cube count {c.as_tuple()} exceeds the device "
+                    f"limit of {limit} cubes per dimension; spread the work over more "
+                    "dimensions or loop inside the kernel")
+            self.stream = stream
+            self.dispatch(entry, c, bindings)
+            dispatched = True
+            # `batch`: a replay submits once at its end, so no max_tasks flush in the middle
+            self.scheduler.register(stream, Task(info.kernel, info.launch_seq, written),
+                                    allow_flush=not batch)
+            if flush:
+                self.scheduler.flush(stream, why)
+                self.wait()
+            errs = self.take_async_errors()
+            if errs:
+                return errs[0]
+            return None
+
+        scope.execute(body)
+        if dispatched and self.bus.active:
+            self.bus.publish(ev.LaunchDispatched(info.kernel, info.kernel_id, entry.entry,
+                                                 count.as_tuple(), info.launch_seq))
+        return dispatched
+
+    # -- graph capture ------------------------------------------------------------------------
+    def start_capture(self, stream: int) -> None:
+        if stream in self.captures:
+            raise CaptureError(f"a capture is already open on stream {stream}; the open one is "
+                               "left as it was")
+        # Work queued before the window is not part of the recording.
+        self.scheduler.flush(stream, "capture")
+        self.captures[stream] = Capture(stream)
+
+    def stop_capture(self, stream: int) -> list[Recorded]:
+        cap = self.captures.pop(stream, None)
+        if cap is None:
+            raise CaptureError(f"no capture is open on stream {stream}")
+        return cap.seal()
+
+    def _record(self, cap: Capture, info: LaunchInfo, kernel: CubeKernel, entry: PipelineEntry,
+                count: CubeCount, bindings: Bindings) -> None:
+        reads = bindings.buffers_read(entry.io)
+        if count.handle is not None:
+            reads.append(count.handle)
+        found = self.ledger.read_failure(reads)
+        if found is not None:
+            cap.refuse(f"launch of `{kernel.name}` was skipped: an input carries the failure of "
+                       f"`{found[1].kernel}`")
+            ExecuteScope.launching(self.ledger, self.bus, info, reads,
+                                   _written_pairs(bindings, entry.io))
+            return
+        cap.records.append(Recorded(kernel, entry, count, bindings))
+
+    def replay(self, records: list[Recorded], stream: int, seq0: int) -> None:
+        """Re-encode every recorded dispatch on `stream`, then submit them as one."""
+        for i, r in enumerate(records):
+            info = LaunchInfo(r.kernel.name, r.entry.kernel_id, seq0 + i, stream)
+            self._execute(info, r.entry, r.count, r.bindings, batch=True)
+        self.scheduler.flush(stream, "replay")
+
+
+class _NoId:
+    """Stand-in KernelId for failures attributed after the fact (a refused submission)."""
+
+    def short(self) -> str:
+        return "?"
+
+
+_NO_ID: Any = _NoId()

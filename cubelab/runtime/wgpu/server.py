@@ -1,18 +1,33 @@
-"""The wgpu server: memory as storage buffers, pipelines by KernelId, batched submission.
+"""The wgpu server: memory as storage buffers, pipelines by KernelId, one command buffer per
+stream flush.
 
 Costs that shape this file (measured on lavapipe, see shared notes): `create_bind_group` ≈ 30 µs,
 so bind groups are cached by (pipeline, buffers, info bytes); one submit per launch costs ≈ 60 µs
-while a dispatch inside an open pass costs ≈ 16 µs, so dispatches queue in one open compute pass
-and are submitted together when the device thread goes idle, when a read or sync needs them, or
-when `max_tasks` are queued. WebGPU orders dispatches of one pass, so batching never reorders.
+while a dispatch inside an open pass costs ≈ 16 µs, so each stream keeps one open command encoder
+and compute pass, dispatches are encoded into it as they arrive, and a flush of the stream (idle,
+read, sync, `max_tasks`, a shared buffer, a replay) ends the pass and submits the whole thing as
+one command buffer. WebGPU orders dispatches of one pass, so batching never reorders, and the
+shared queue orders the streams' command buffers in the order the scheduler flushes them.
+
+`CubeCount.Dynamic` dispatches indirectly (`dispatch_workgroups_indirect`, no read-back): every
+buffer is created with INDIRECT usage besides STORAGE | COPY_SRC | COPY_DST, so any kernel's
+output can be a count.
+
+Errors: wgpu-py raises most validation errors from the call that caused them; what the driver
+reports on the side is *logged* on the "wgpu" logger. A filter on that logger catches those
+lines on the device thread and hands them to the shared bookkeeping (`take_async_errors`), which
+turns them into failures of the launch or flush in progress, or device faults for `sync()` —
+never a stray log line.
 
 The trap: `queue.write_buffer` is ordered before *any* command buffer submitted after it, so a
-host write must flush the queued dispatches first.
+host write flushes the streams whose queued work touches the buffer first (done by the base).
 """
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 from typing import Any
 
 from cubelab.compiler.wgsl import WgslTarget
@@ -42,11 +57,38 @@ def request_adapter() -> Any | None:
         return None
 
 
+class _WgpuLogCatcher(logging.Filter):
+    """Turns wgpu's logged (asynchronous) errors on a server's device thread into failures."""
+
+    def __init__(self) -> None:
+        super().__init__("cubelab-wgpu")
+        self.servers: dict[int, "WgpuServer"] = {}  # device thread ident -> server
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.ERROR:
+            return True
+        server = self.servers.get(threading.get_ident())
+        if server is None:
+            return True
+        server._async_errors.append(record.getMessage())
+        return False  # caught: it becomes buffer state or a device fault, not a log line
+
+
+_catcher = _WgpuLogCatcher()
+
+
+def _install_log_filter(server: "WgpuServer") -> None:
+    logger = logging.getLogger("wgpu")
+    if _catcher not in logger.filters:
+        logger.addFilter(_catcher)
+    _catcher.servers[threading.get_ident()] = server
+
+
 class WgpuServer(Server):
     name = "wgpu<wgsl>"
 
     def __init__(self, bus: ev.EventBus, max_tasks: int = 64) -> None:
-        super().__init__(bus)
+        super().__init__(bus, max_tasks)
         import wgpu
 
         self._wgpu = wgpu
@@ -81,16 +123,15 @@ class WgpuServer(Server):
         )
         self.queue = self.device.queue
         self.target = WgslTarget()
-        self.max_tasks = max_tasks
-        self._usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | \
-            wgpu.BufferUsage.COPY_DST
+        U = wgpu.BufferUsage
+        self._usage = U.STORAGE | U.COPY_SRC | U.COPY_DST | U.INDIRECT
         self.buffers: dict[int, Any] = {}
         self._info: dict[bytes, Any] = {}
         self._groups: dict[tuple[Any, ...], Any] = {}
-        self._encoder: Any = None
-        self._pass: Any = None
-        self._queued = 0
+        self._open: dict[int, tuple[Any, Any]] = {}  # stream -> (encoder, open compute pass)
         self._barrier = self.device.create_buffer(size=4, usage=self._usage)
+        self._async_errors: list[str] = []
+        _install_log_filter(self)
 
     # -- memory -------------------------------------------------------------------------------
     def create(self, handle: Handle, data: bytes | None) -> None:
@@ -102,8 +143,13 @@ class WgpuServer(Server):
             buf = self.device.create_buffer_with_data(data=padded, usage=self._usage)
         self.buffers[handle.id] = buf
 
+    def write_bytes(self, handle: Handle, data: bytes) -> None:
+        raw = bytes(data)
+        if len(raw) % 4:
+            raw += b"\0" * (4 - len(raw) % 4)
+        self.queue.write_buffer(self.buffers[handle.id], 0, raw)
+
     def read_bytes(self, handles: list[Handle]) -> list[bytes]:
-        self.flush("read")
         out = []
         for h in handles:
             data = self.queue.read_buffer(self.buffers[h.id], 0, _pad4(h.size))
@@ -111,7 +157,6 @@ class WgpuServer(Server):
         return out
 
     def sync(self) -> None:
-        self.flush("sync")
         self.wait()
 
     def wait(self) -> None:
@@ -172,9 +217,12 @@ class WgpuServer(Server):
         )
 
     # -- dispatch -----------------------------------------------------------------------------
-    def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
-        info_bytes = entry.compiled.info.pack(bindings.scalars, bindings.lengths(),
-                                              bindings.tensor_meta())
+    def _group(self, entry: PipelineEntry, bindings: Bindings) -> Any:
+        info_bytes = entry.compiled.info.pack(bindings.scalars, bindings.lengths())
+        key = (entry.kernel_id, tuple(b.handle.id for b in bindings.buffers), info_bytes)
+        group = self._groups.get(key)
+        if group is not None:
+            return group
         info = self._info.get(info_bytes)
         if info is None:
             if len(self._info) >= _CACHE_LIMIT:
@@ -182,43 +230,56 @@ class WgpuServer(Server):
                 self._groups.clear()
             info = self.device.create_buffer_with_data(data=info_bytes, usage=self._usage)
             self._info[info_bytes] = info
-        key = (entry.kernel_id, tuple(b.handle.id for b in bindings.buffers), info_bytes)
-        group = self._groups.get(key)
-        if group is None:
-            resources = [
-                {"binding": i, "resource": {"buffer": self.buffers[b.handle.id], "offset": 0,
-                                            "size": _pad4(b.handle.size)}}
-                for i, b in enumerate(bindings.buffers)
-            ]
-            resources.append({"binding": len(bindings.buffers),
-                              "resource": {"buffer": info, "offset": 0, "size": len(info_bytes)}})
-            group = self.device.create_bind_group(layout=entry.layout, entries=resources)
-            self._groups[key] = group
-        if self._pass is None:
-            self._encoder = self.device.create_command_encoder()
-            self._pass = self._encoder.begin_compute_pass()
-        p = self._pass
+        resources = [
+            {"binding": i, "resource": {"buffer": self.buffers[b.handle.id], "offset": 0,
+                                        "size": _pad4(b.handle.size)}}
+            for i, b in enumerate(bindings.buffers)
+        ]
+        resources.append({"binding": len(bindings.buffers),
+                          "resource": {"buffer": info, "offset": 0, "size": len(info_bytes)}})
+        group = self.device.create_bind_group(layout=entry.layout, entries=resources)
+        self._groups[key] = group
+        return group
+
+    def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
+        group = self._group(entry, bindings)  # may raise: nothing is encoded yet
+        stream = self.stream
+        open_ = self._open.get(stream)
+        if open_ is None:
+            encoder = self.device.create_command_encoder()
+            open_ = self._open[stream] = (encoder, encoder.begin_compute_pass())
+        p = open_[1]
         try:
             p.set_pipeline(entry.pipeline)
             p.set_bind_group(0, group)
-            p.dispatch_workgroups(count.x, count.y, count.z)
-        except Exception:
-            # A refused command invalidates the whole encoder: drop it so later launches get a
-            # fresh one. (Dispatches already queued in it are lost with it; the calling-thread
-            # checks exist so that this does not happen.)
-            self._pass = self._encoder = None
-            self._queued = 0
+            if count.handle is not None:
+                p.dispatch_workgroups_indirect(self.buffers[count.handle.id], 0)
+            else:
+                p.dispatch_workgroups(count.x, count.y, count.z)
+        except Exception as exc:
+            # A refused command invalidates the whole encoder: drop it, and the dispatches
+            # already encoded in it fail with this error (their buffers say so).
+            del self._open[stream]
+            lost = self.scheduler.drop(stream)
+            self._submit_failed(lost, exc)
             raise
-        self._queued += 1
-        if self._queued >= self.max_tasks:
-            self.flush("max_tasks")
 
-    def flush(self, why: str) -> None:
-        if self._pass is None:
+    def resolve_dynamic_count(self, handle: Handle) -> tuple[int, int, int] | None:
+        return None  # indirect dispatch: the GPU reads the count itself
+
+    def submit_stream(self, stream: int) -> None:
+        open_ = self._open.pop(stream, None)
+        if open_ is None:
             return
-        self._pass.end()
-        self.queue.submit([self._encoder.finish()])
-        n, self._queued = self._queued, 0
-        self._pass = self._encoder = None
-        if self.bus.active:
-            self.bus.publish(ev.Flushed(n, why))
+        encoder, p = open_
+        p.end()
+        self.queue.submit([encoder.finish()])
+        errs = self.take_async_errors()
+        if errs:
+            raise errs[0]
+
+    def take_async_errors(self) -> list[BaseException]:
+        if not self._async_errors:
+            return []
+        errs, self._async_errors = self._async_errors, []
+        return [DeviceError(f"wgpu reported: {m}") for m in errs]
