@@ -8,7 +8,15 @@ Layout follows the seed's MSL, translated to WebGPU:
   (`workgroup_id`, `num_workgroups`, `local_invocation_index`, `local_invocation_id`); derived
   positions such as ABSOLUTE_POS are arithmetic already in the IR, as in the seed (its `v88`);
 - every SSA value is a typed `let vN: T = ...;`, pointers are `let vN = &v2[v88];` like the seed's
-  `device float_4 const* const v18 = &v2[v88];`, mutable locals are `var lN: T;`.
+  `device float_4 const* const v18 = &v2[v88];`, mutable locals are `var lN: T;`;
+- shared memory is a module-scope `var<workgroup> sN: array<T, n>;`;
+- `scf.while` is `loop { <cond ops> if !c { break; } <body> }` — the only `break` this target
+  ever writes: the frontend turned the kernel's break/continue/return into flags and guards, so
+  the output stays structured.
+
+The traps: naga (wgpu 0.32) rejects `enable subgroups;` and has no `subgroupElect`, so plane ops
+are emitted without the directive and elect is `id == subgroupBroadcastFirst(id)`. WGSL shift
+amounts must be u32 and are taken mod 32 (the IR's documented rule). `abs` of a u32 is the value.
 """
 
 from __future__ import annotations
@@ -19,9 +27,11 @@ import struct
 from cubelab.compiler.base import CodegenError, CompiledSource
 from cubelab.compiler.info import info_layout
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op, Value
-from cubelab.ir.types import Array, Pointer, RuntimeArray, Ty
+from cubelab.ir.types import Array, Atomic, Pointer, RuntimeArray, Ty
 
-_BIN = {"arith.add": "+", "arith.sub": "-", "arith.mul": "*", "arith.div": "/", "arith.rem": "%"}
+_BIN = {"arith.add": "+", "arith.sub": "-", "arith.mul": "*", "arith.div": "/", "arith.rem": "%",
+        "arith.bitand": "&", "arith.bitor": "|", "arith.bitxor": "^", "arith.shl": "<<",
+        "arith.shr": ">>"}
 _CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _BUILTINS = {
     "workgroup_id_x": "workgroup_id.x",
@@ -34,8 +44,14 @@ _BUILTINS = {
     "local_invocation_id_x": "local_invocation_id.x",
     "local_invocation_id_y": "local_invocation_id.y",
     "local_invocation_id_z": "local_invocation_id.z",
+    "subgroup_size": "subgroup_size",
+    "subgroup_invocation_id": "subgroup_invocation_id",
 }
-_MATH = {"abs", "sqrt", "exp", "log"}
+_MATH = {"abs", "sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "round"}
+_RMW = {"add": "atomicAdd", "sub": "atomicSub", "min": "atomicMin", "max": "atomicMax",
+        "and": "atomicAnd", "or": "atomicOr", "xor": "atomicXor", "swap": "atomicExchange"}
+_PLANE_REDUCE = {"sum": "subgroupAdd", "min": "subgroupMin", "max": "subgroupMax"}
+_PLANE_VOTE = {"all": "subgroupAll", "any": "subgroupAny"}
 
 
 def wgsl_type(ty) -> str:  # type: ignore[no-untyped-def]
@@ -45,6 +61,8 @@ def wgsl_type(ty) -> str:  # type: ignore[no-untyped-def]
         return f"array<{wgsl_type(ty.item)}, {ty.length}>"
     if isinstance(ty, RuntimeArray):
         return f"array<{wgsl_type(ty.item)}>"
+    if isinstance(ty, Atomic):
+        return f"atomic<{ty.elem.value}>"
     raise CodegenError(f"no WGSL type for {ty}")
 
 
@@ -77,6 +95,15 @@ class _Emitter:
         self.place: dict[int, str] = {}  # pointer value id -> WGSL place expression
         self.info = info_layout(kernel)
         self.meta_index = {b.value.id: i for i, b in enumerate(kernel.buffers)}
+        self.tensor_index = {b.value.id: i for i, b in enumerate(kernel.tensors())}
+        self.shared_names: dict[int, str] = {}
+        self.uses_subgroups = False
+        for op in kernel.walk():
+            if op.name == "shared.declare":
+                self.shared_names[op.result.id] = f"s{op.result.id}"
+            elif op.name.startswith("plane.") or (
+                    op.name == "builtin.read" and op.attrs["name"].startswith("subgroup")):
+                self.uses_subgroups = True
         for b in kernel.buffers:
             self.place[b.value.id] = b.value.name
 
@@ -113,6 +140,11 @@ class _Emitter:
             self.let(op, f"{a[0]} {sym if vec else sym * 2} {a[1]}", indent)
         elif n == "arith.not":
             self.let(op, f"!{a[0]}", indent)
+        elif n == "arith.bitnot":
+            self.let(op, f"~{a[0]}", indent)
+        elif n == "arith.select":
+            # WGSL's select(f, t, cond) puts the false value first
+            self.let(op, f"select({a[2]}, {a[1]}, {a[0]})", indent)
         elif n == "arith.neg":
             self.let(op, f"-{a[0]}", indent)
         elif n == "arith.cast":
@@ -121,7 +153,19 @@ class _Emitter:
             fn = op.attrs["fn"]
             if fn not in _MATH:
                 raise CodegenError(f"math function {fn!r} has no WGSL lowering yet")
-            self.let(op, f"{fn}({a[0]})", indent)
+            if fn == "abs" and op.result.type.elem.value == "u32":  # type: ignore[union-attr]
+                self.let(op, a[0], indent)
+            else:
+                self.let(op, f"{fn}({a[0]})", indent)
+        elif n == "math.binary":
+            fn = op.attrs["fn"]
+            if fn != "pow":
+                raise CodegenError(f"math function {fn!r} has no WGSL lowering yet")
+            self.let(op, f"pow({a[0]}, {a[1]})", indent)
+        elif n == "math.fma":
+            self.let(op, f"fma({a[0]}, {a[1]}, {a[2]})", indent)
+        elif n == "vector.extract":
+            self.let(op, f"{a[0]}[{int(op.attrs['index'])}]", indent)
         elif n == "vector.splat":
             self.let(op, f"{wgsl_type(op.result.type)}({a[0]})", indent)
         elif n == "builtin.read":
@@ -135,6 +179,18 @@ class _Emitter:
             if base.id not in self.meta_index:
                 raise CodegenError("buffer.len on a value that is not a buffer argument")
             self.let(op, f"info.static_meta[{self.meta_index[base.id]}]", indent)
+        elif n in ("tensor.rank", "tensor.shape", "tensor.stride"):
+            base = op.operands[0]
+            if base.id not in self.tensor_index:
+                raise CodegenError(f"{n} on a value that is not a tensor argument")
+            at = len(self.kernel.buffers) + 2 * self.tensor_index[base.id]
+            if n == "tensor.rank":
+                self.let(op, f"info.static_meta[{at}]", indent)
+            elif n == "tensor.shape":
+                self.let(op, f"info.dynamic_meta[info.static_meta[{at + 1}] + {a[1]}]", indent)
+            else:
+                self.let(op, f"info.dynamic_meta[info.static_meta[{at + 1}] + "
+                             f"info.static_meta[{at}] + {a[1]}]", indent)
         elif n == "memory.index":
             base, index = op.operands
             r = op.result
@@ -145,6 +201,42 @@ class _Emitter:
         elif n == "memory.store":
             ptr, value = op.operands
             self.line(f"{self.place[ptr.id]} = {value.name};", indent, op.loc)
+        elif n == "shared.declare":
+            self.place[op.result.id] = self.shared_names[op.result.id]
+        elif n == "sync.cube":
+            self.line("workgroupBarrier();", indent, op.loc)
+        elif n == "sync.storage":
+            self.line("storageBarrier();", indent, op.loc)
+        elif n == "atomic.load":
+            self.let(op, f"atomicLoad(&{self.place[op.operands[0].id]})", indent)
+        elif n == "atomic.store":
+            ptr, value = op.operands
+            self.line(f"atomicStore(&{self.place[ptr.id]}, {value.name});", indent, op.loc)
+        elif n == "atomic.rmw":
+            ptr, value = op.operands
+            fn = _RMW[op.attrs["kind"]]
+            self.let(op, f"{fn}(&{self.place[ptr.id]}, {value.name})", indent)
+        elif n == "atomic.cas":
+            ptr, cmp, new = op.operands
+            self.let(op, f"atomicCompareExchangeWeak(&{self.place[ptr.id]}, {cmp.name}, "
+                         f"{new.name}).old_value", indent)
+        elif n == "plane.reduce":
+            self.let(op, f"{_PLANE_REDUCE[op.attrs['kind']]}({a[0]})", indent)
+        elif n == "plane.vote":
+            self.let(op, f"{_PLANE_VOTE[op.attrs['kind']]}({a[0]})", indent)
+        elif n == "plane.broadcast":
+            self.let(op, f"subgroupShuffle({a[0]}, {a[1]})", indent)
+        elif n == "plane.elect":
+            self.let(op, "subgroup_invocation_id == subgroupBroadcastFirst(subgroup_invocation_id)",
+                     indent)
+        elif n == "scf.while":
+            cond_block, body = op.regions
+            self.line("loop {", indent, op.loc)
+            self.emit_block(cond_block, indent + 1)
+            self.emit_block(body, indent + 1)
+            self.line("}", indent)
+        elif n == "scf.condition":
+            self.line(f"if !({a[0]}) {{ break; }}", indent, op.loc)
         elif n == "var.declare":
             r = op.result
             assert isinstance(r.type, Pointer)
@@ -190,17 +282,32 @@ def compile_wgsl(kernel: KernelDefinition) -> CompiledSource:
     e.line("struct info_st {", 0)
     for f in e.info.fields:
         elem = "u32" if f.elem == "bool" else f.elem
-        e.line(f"{f.name}: array<{elem}, {f.count}>,", 1)
+        if f.name == "dynamic_meta":
+            e.line(f"{f.name}: array<{elem}>,", 1)
+        else:
+            e.line(f"{f.name}: array<{elem}, {f.count}>,", 1)
     e.line("}", 0)
     e.line(f"@group(0) @binding({len(kernel.buffers)}) var<storage, read> info: info_st;", 0)
     e.line("", 0)
+    for op in kernel.walk():
+        if op.name == "shared.declare":
+            ptr = op.result.type
+            assert isinstance(ptr, Pointer)
+            e.line(f"var<workgroup> {e.shared_names[op.result.id]}: {wgsl_type(ptr.pointee)};"
+                   f" // {op.attrs.get('name', '')}", 0, op.loc)
+    if e.shared_names:
+        e.line("", 0)
     x, y, z = kernel.cube_dim
     e.line(f"@compute @workgroup_size({x}, {y}, {z})", 0)
     e.line(
         f"fn {kernel.entry}(@builtin(workgroup_id) workgroup_id: vec3<u32>, "
         "@builtin(num_workgroups) num_workgroups: vec3<u32>, "
         "@builtin(local_invocation_index) local_invocation_index: u32, "
-        "@builtin(local_invocation_id) local_invocation_id: vec3<u32>) {",
+        "@builtin(local_invocation_id) local_invocation_id: vec3<u32>"
+        + (", @builtin(subgroup_size) subgroup_size: u32, "
+           "@builtin(subgroup_invocation_id) subgroup_invocation_id: u32" if e.uses_subgroups
+           else "")
+        + ") {",
         0,
     )
     e.emit_block(kernel.body, 1)

@@ -446,11 +446,9 @@ def if_(s: Scope, cond: Any, then: Callable[[], None], orelse: Callable[[], None
     then_block, else_block = Block(), Block()
     op = s.register("scf.if", [c])
     op.regions = [then_block, else_block]
-    with s.child(then_block):
-        then()
+    flow.runtime_branch(s, then_block, then)
     if orelse is not None:
-        with s.child(else_block):
-            orelse()
+        flow.runtime_branch(s, else_block, orelse)
 
 
 def ifexp(s: Scope, cond: Any, a: Callable[[], Any], b: Callable[[], Any], at: Pos) -> Any:
@@ -460,38 +458,6 @@ def ifexp(s: Scope, cond: Any, a: Callable[[], Any], b: Callable[[], Any], at: P
         raise error(s, "`x if cond else y` with a runtime condition",
                     "use an if statement assigning a local, or select(cond, a, b)")
     return a() if cond else b()
-
-
-def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: Pos) -> None:
-    """`for i in range(start, end, step)` → an `scf.for` loop (bounds may be runtime values)."""
-    s.at(*at)
-    args = [read(s, a) for a in args]
-    if not 1 <= len(args) <= 3:
-        raise error(s, "range() takes 1 to 3 arguments")
-    if len(args) == 1:
-        args = [0, args[0], 1]
-    elif len(args) == 2:
-        args = [args[0], args[1], 1]
-    start, end, step = args
-    runtime = [a for a in args if isinstance(a, RV)]
-    if runtime:
-        ty = _ty(runtime[0].v)
-    else:
-        ty = U32 if all(isinstance(a, int) and a >= 0 for a in args) else I32
-    if ty not in (U32, I32):
-        raise error(s, f"range() bounds must be u32 or i32, got {ty}")
-    if isinstance(step, int) and step <= 0:
-        raise error(s, f"range() step must be positive, got {step}")
-    vals = [value(s, a, ty) for a in (start, end, step)]
-    for v in vals:
-        if _ty(v) != ty:
-            raise error(s, f"range() bounds mix {ty} and {_ty(v)}", "cast them to one type")
-    iv = s.new_value(ty, "i")
-    block = Block(args=[iv])
-    op = s.register("scf.for", vals)
-    op.regions = [block]
-    with s.child(block):
-        body(RV(iv))
 
 
 # -- calls -------------------------------------------------------------------------------------
@@ -670,3 +636,18 @@ def attr(s: Scope, obj: Any, name: str, at: Pos) -> Any:
 sqrt = Intrinsic("sqrt", lambda s, x: _math1(s, "sqrt", x))
 exp = Intrinsic("exp", lambda s, x: _math1(s, "exp", x))
 log = Intrinsic("log", lambda s, x: _math1(s, "log", x))
+
+
+# The control-flow half of the vocabulary lives in flow.py (imported last: it uses this module).
+from cubelab.frontend import flow  # noqa: E402
+from cubelab.frontend.flow import (  # noqa: E402,F401
+    brk,
+    cont,
+    fn_enter,
+    fn_exit,
+    for_range,
+    for_unroll,
+    guard,
+    ret,
+    while_,
+)

@@ -59,12 +59,6 @@ _REFUSED: dict[type, tuple[str, str]] = {
     ast.JoinedStr: ("f-strings are not allowed in a kernel", ""),
     ast.Match: ("`match` is not allowed in a kernel", "use if/elif/else"),
     ast.Starred: ("`*args` unpacking is not allowed in a kernel", "pass arguments one by one"),
-    ast.While: ("`while` is not part of the kernel language yet",
-                "use `for i in range(...)` with a bound"),
-    ast.Break: ("`break` is not part of the kernel language yet",
-                "guard the rest of the loop body with an `if`"),
-    ast.Continue: ("`continue` is not part of the kernel language yet",
-                   "guard the rest of the loop body with an `if`"),
     ast.Set: ("set literals are not allowed in a kernel", ""),
     ast.Dict: ("dict literals are not allowed in a kernel", ""),
 }
@@ -132,9 +126,25 @@ class _Analysis(ast.NodeVisitor):
             self.loop_targets.add(node.target.id)
         self._nested(node)
 
+    def visit_While(self, node: ast.While) -> None:
+        self._nested(node)
+
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load) and node.id not in self.loads:
             self.loads[node.id] = (node.lineno, node.col_offset)
+
+
+def _may_exit(node: ast.AST, in_loop: bool = False) -> bool:
+    """Whether a statement may leave the rest of its block: it holds a `return`, or a
+    `break`/`continue` that belongs to an enclosing loop (not to a loop inside it)."""
+    if isinstance(node, ast.Return):
+        return True
+    if isinstance(node, (ast.Break, ast.Continue)):
+        return not in_loop
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        return False
+    inner = in_loop or isinstance(node, (ast.For, ast.While))
+    return any(_may_exit(c, inner) for c in ast.iter_child_nodes(node))
 
 
 class _Rewriter(ast.NodeTransformer):
@@ -147,6 +157,7 @@ class _Rewriter(ast.NodeTransformer):
         self.counter = itertools.count(1)
         # names assigned in each nested body, for `nonlocal` declarations
         self.body_stack: list[set[str]] = []
+        self.loop_depth = 0
 
     # -- helpers ------------------------------------------------------------------------------
     def refuse(self, node: ast.AST, message: str, hint: str = "") -> KernelSourceError:
@@ -181,12 +192,25 @@ class _Rewriter(ast.NodeTransformer):
         return super().generic_visit(node)
 
     def visit_body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        """A block's statements. After a statement that may exit (break/continue/return inside
+        it), the rest of the block becomes a closure handed to `__cl.guard` (flow.py decides at
+        expansion whether to drop it, guard it with the flags, or expand it plainly); after a
+        bare exit the rest is dead code and is dropped, as Python would never run it."""
         out: list[ast.stmt] = []
-        for st in stmts:
+        for k, st in enumerate(stmts):
             r = self.visit(st)
-            if r is None:
-                continue
-            out.extend(r if isinstance(r, list) else [r])
+            if r is not None:
+                out.extend(r if isinstance(r, list) else [r])
+            if isinstance(st, (ast.Break, ast.Continue, ast.Return)):
+                break
+            rest = stmts[k + 1:]
+            if rest and _may_exit(st):
+                n = next(self.counter)
+                fn, _ = self.closure(f"__rest_{n}", [], rest)
+                out.append(fn)
+                out.append(ast.Expr(self.call("guard", [ast.Name(fn.name, ast.Load())],
+                                              rest[0])))
+                break
         return out or [ast.Pass()]
 
     def closure(self, name: str, args: list[str], body: list[ast.stmt]) -> tuple[ast.FunctionDef, set[str]]:
@@ -292,30 +316,82 @@ class _Rewriter(ast.NodeTransformer):
                                               else_ref], node)))
         return out
 
+    @staticmethod
+    def _is_range(it: ast.expr) -> bool:
+        return (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
+                and it.func.id == "range" and not it.keywords)
+
     def visit_For(self, node: ast.For) -> list[ast.stmt]:
         if node.orelse:
             raise self.refuse(node, "`for ... else` is not allowed in a kernel",
-                              "drop the else branch")
+                              "drop the else branch; set a flag before `break` instead")
         if not isinstance(node.target, ast.Name):
             raise self.refuse(node.target, "a loop variable must be a single name")
         it = node.iter
-        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name)
-                and it.func.id == "range" and not it.keywords):
+        fn_name = "for_range"
+        if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "unroll"
+                and len(it.args) == 1 and not it.keywords and self._is_range(it.args[0])):
+            fn_name = "for_unroll"
+            it = it.args[0]
+        if not self._is_range(it):
             raise self.refuse(it, "a kernel loop iterates over range(...)",
-                              "write `for i in range(start, end, step):`")
+                              "write `for i in range(start, end, step):` (or "
+                              "`unroll(range(...))` with comptime bounds)")
+        assert isinstance(it, ast.Call)
         n = next(self.counter)
-        body_fn, _ = self.closure(f"__body_{n}", [node.target.id], node.body)
+        self.loop_depth += 1
+        try:
+            body_fn, _ = self.closure(f"__body_{n}", [node.target.id], node.body)
+        finally:
+            self.loop_depth -= 1
         args = ast.List([self.visit(a) for a in it.args], ast.Load())
-        return [body_fn, ast.Expr(self.call("for_range", [args, ast.Name(body_fn.name,
-                                                                         ast.Load())], node))]
+        return [body_fn, ast.Expr(self.call(fn_name, [args, ast.Name(body_fn.name,
+                                                                     ast.Load())], node))]
 
-    def visit_Return(self, node: ast.Return) -> ast.AST:
-        if node.value is None:
-            return node
-        if not self.is_helper:
+    def visit_While(self, node: ast.While) -> list[ast.stmt]:
+        if node.orelse:
+            raise self.refuse(node, "`while ... else` is not allowed in a kernel",
+                              "drop the else branch; set a flag before `break` instead")
+        n = next(self.counter)
+        cond_fn = ast.FunctionDef(
+            name=f"__cond_{n}", args=ast.arguments([], [], None, [], [], None, []),
+            body=[ast.Return(self.visit(node.test))], decorator_list=[], returns=None,
+            type_params=[])
+        self.loop_depth += 1
+        try:
+            body_fn, _ = self.closure(f"__body_{n}", [], node.body)
+        finally:
+            self.loop_depth -= 1
+        return [cond_fn, body_fn, ast.Expr(self.call(
+            "while_", [ast.Name(cond_fn.name, ast.Load()), ast.Name(body_fn.name, ast.Load())],
+            node))]
+
+    def visit_Break(self, node: ast.Break) -> ast.AST:
+        if not self.loop_depth:
+            raise self.refuse(node, "`break` outside a loop")
+        return ast.Expr(self.call("brk", [], node))
+
+    def visit_Continue(self, node: ast.Continue) -> ast.AST:
+        if not self.loop_depth:
+            raise self.refuse(node, "`continue` outside a loop")
+        return ast.Expr(self.call("cont", [], node))
+
+    def visit_Return(self, node: ast.Return) -> list[ast.stmt]:
+        if node.value is not None and not self.is_helper:
             raise self.refuse(node, "a kernel returns nothing",
                               "write results into a SliceMut argument")
-        return ast.Return(self.visit(node.value))
+        value = self.visit(node.value) if node.value is not None else ast.Constant(None)
+        out: list[ast.stmt] = [ast.Expr(self.call("ret", [value], node))]
+        if self.body_stack:
+            out.append(ast.Return(None))  # leave this closure; flow.py guards the rest
+        else:
+            out.append(ast.Return(self._fn_exit()))
+        return out
+
+    @staticmethod
+    def _fn_exit() -> ast.expr:
+        return ast.Call(ast.Attribute(ast.Name("__cl", ast.Load()), "fn_exit", ast.Load()),
+                        [ast.Name("__s", ast.Load())], [])
 
     # -- expressions --------------------------------------------------------------------------
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
@@ -444,11 +520,18 @@ def rewrite(fn_node: ast.FunctionDef, kernel: str, file: str, lines: list[str],
                                                               "UNBOUND", ast.Load()))
         for n in local_names
     ]
+    enter = ast.Expr(ast.Call(
+        ast.Attribute(ast.Name("__cl", ast.Load()), "fn_enter", ast.Load()),
+        [ast.Name("__s", ast.Load()), ast.Constant(kernel), ast.Constant(is_helper),
+         ast.Tuple([ast.Constant(fn_node.lineno), ast.Constant(fn_node.col_offset)], ast.Load())],
+        []))
+    if not (body and isinstance(body[-1], ast.Return)):
+        body.append(ast.Return(rw._fn_exit()))
     expand = ast.FunctionDef(
         name="expand",
         args=ast.arguments([], [ast.arg("__s")] + [ast.arg(p.name) for p in params], None, [], [],
                            None, []),
-        body=prelude + body, decorator_list=[], returns=None, type_params=[],
+        body=prelude + [enter] + body, decorator_list=[], returns=None, type_params=[],
     )
     ast.fix_missing_locations(expand)
     source = ast.unparse(expand)

@@ -31,6 +31,11 @@ class Scope:
         self.device_properties: dict[str, Any] = {}
         # Helper functions being expanded right now (recursion is an error, not a hang).
         self.call_stack: list[str] = []
+        # The frontend's control-flow frames (frontend/flow.py): exits, flags, loops.
+        self.flow: list[Any] = []
+        # Adapter features the kernel needs ("subgroup" for plane ops); ends up in the
+        # KernelDefinition's `required_features`.
+        self.features: set[str] = set()
 
     # -- values and ops ----------------------------------------------------------------------
     def new_value(self, ty: Type, hint: str = "") -> Value:

@@ -1,0 +1,417 @@
+"""Early exits and loops at expand time: `while`, `break`, `continue`, `return`, `unroll`.
+
+The contract. The IR has no jump ops: a `break`, `continue` or `return` that happens under a
+runtime condition becomes a store of `true` into a bool flag local, and every statement that
+follows a statement able to exit is guarded by `if not (flags...)` (the rewriter wraps "the rest
+of the block" in a closure handed to `guard`). Loops read the flags too: `scf.while` folds
+`not brk and not ret` into its condition, a runtime `for` wraps its whole body in the same test,
+and an unrolled loop wraps each later iteration. This is CubeCL's model (flags plus predication,
+not jumps), and the generated WGSL stays structured: the only `break` a target writes is the
+`scf.while` exit.
+
+The why of tracking regions. An exit under a *comptime* condition needs no flag at all: Python
+already knows it happened, so the rest of the block is simply not expanded (and an unrolled loop
+stops unrolling). So the expansion keeps, per function being expanded (the kernel and each
+inlined helper), a stack of regions — the function body, each runtime branch, each loop
+iteration — and marks a region `exited` when an exit is certain in it. A flag is created only
+when an exit crosses a runtime region (or leaves a runtime loop, which needs the flag to stop).
+
+The trap. Flags are created lazily, in the middle of a loop body, but must be reset before the
+loop starts (or the function begins, for `return`) — the loop may itself run many times. The
+reset is inserted afterwards at a position remembered when the loop or function began (`_Mark`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from cubelab.frontend import ops
+from cubelab.frontend.values import RV, LocalVar
+from cubelab.ir.core import Block, Op
+from cubelab.ir.scope import Scope
+from cubelab.ir.types import BOOL, I32, U32
+
+Pos = tuple[int, int]
+
+# An unrolled loop of more iterations than this is almost surely a mistake (and slow to compile).
+MAX_UNROLL = 4096
+
+
+@dataclass(eq=False)
+class _Mark:
+    """A position in a block, robust to prologue inserts: "after `after`" (None: block start)."""
+
+    block: Block
+    after: Op | None
+    is_root: bool
+
+    def insert(self, s: Scope, new_ops: list[Op]) -> None:
+        if self.after is None:
+            index = s._prologue_end if self.is_root else 0  # noqa: SLF001 - same package family
+        else:
+            index = next(i for i, o in enumerate(self.block.ops) if o is self.after) + 1
+        self.block.ops[index:index] = new_ops
+
+
+def _mark(s: Scope) -> _Mark:
+    block = s.block
+    after = block.ops[-1] if block.ops else None
+    if block is s.root and after is not None and s.root.ops.index(after) < s._prologue_end:  # noqa: SLF001
+        after = None
+    return _Mark(block, after, block is s.root)
+
+
+@dataclass(eq=False)
+class Region:
+    runtime: bool  # an IR block of its own (runtime branch, runtime loop body, guard)
+    exited: bool = False
+
+
+@dataclass(eq=False)
+class Loop:
+    runtime: bool
+    region_index: int  # index of the iteration region in the function's region stack
+    start: _Mark  # where the loop begins (flag resets go here)
+    brk: LocalVar | None = None
+    cnt: LocalVar | None = None
+    cnt_mark: _Mark | None = None  # start of the current iteration (for unrolled loops)
+    stop: bool = False  # an unrolled loop left for sure
+
+
+@dataclass(eq=False)
+class Frame:
+    """One function being expanded: the kernel, or a helper inlined at a call site."""
+
+    name: str
+    helper: bool
+    start: _Mark
+    regions: list[Region] = field(default_factory=lambda: [Region(False)])
+    loops: list[Loop] = field(default_factory=list)
+    ret: LocalVar | None = None
+    rv: LocalVar | None = None
+    value: Any = None
+
+
+def _frames(s: Scope) -> list[Frame]:
+    return s.flow  # type: ignore[no-any-return]
+
+
+def _frame(s: Scope) -> Frame:
+    return _frames(s)[-1]
+
+
+def _new_flag(s: Scope, name: str, reset_at: _Mark) -> LocalVar:
+    ptr = s.declare_var(BOOL, name)
+    _reset(s, ptr, reset_at)
+    return LocalVar(ptr, name)
+
+
+def _reset(s: Scope, ptr: Any, at: _Mark) -> None:
+    false = s.new_value(BOOL)
+    loc = s.loc
+    at.insert(s, [Op("arith.constant", [], [false], {"value": False}, [], loc),
+                  Op("memory.store", [ptr, false], [], {}, [], loc)])
+
+
+def _set(s: Scope, var: LocalVar) -> None:
+    true = s.emit("arith.constant", [], BOOL, value=True)
+    s.register("memory.store", [var.ptr, true])
+
+
+def _any_flag(s: Scope, flags: Sequence[LocalVar]) -> Any:
+    """An IR bool: `not (f1 or f2 ...)`."""
+    acc = None
+    for f in flags:
+        v = s.emit("memory.load", [f.ptr], BOOL)
+        acc = v if acc is None else s.emit("arith.or", [acc, v], BOOL)
+    assert acc is not None
+    return s.emit("arith.not", [acc], BOOL)
+
+
+def _mark_exits(frame: Frame, down_to: int) -> bool:
+    """Mark regions from the innermost down to `down_to` as exited, stopping after the first
+    runtime one (outside it, the exit is only conditional). Returns whether one was crossed."""
+    for i in range(len(frame.regions) - 1, down_to - 1, -1):
+        r = frame.regions[i]
+        r.exited = True
+        if r.runtime and i > down_to:
+            return True
+    return False
+
+
+# -- functions ---------------------------------------------------------------------------------
+def fn_enter(s: Scope, name: str, helper: bool, at: Pos) -> None:
+    s.at(*at)
+    _frames(s).append(Frame(name, helper, _mark(s)))
+
+
+def fn_exit(s: Scope) -> Any:
+    frame = _frames(s).pop()
+    if frame.rv is not None:
+        return ops.read(s, frame.rv)
+    return frame.value
+
+
+def ret(s: Scope, x: Any, at: Pos) -> None:
+    """`return` / `return x`."""
+    s.at(*at)
+    frame = _frame(s)
+    x = ops.read(s, x) if x is not None else None
+    crossed = _mark_exits(frame, 0)
+    for loop in frame.loops:
+        if not loop.runtime and frame.regions[loop.region_index].exited:
+            loop.stop = True
+    if not crossed:
+        frame.value = x
+        return
+    if frame.ret is None:
+        frame.ret = _new_flag(s, "returned", frame.start)
+    if x is not None:
+        if frame.rv is None:
+            frame.rv = ops.assign(s, ops.UNBOUND, x, "return_value", True, at)
+        else:
+            ops.assign(s, frame.rv, x, "return_value", True, at)
+    elif frame.helper and frame.rv is not None:
+        raise ops.error(s, "this `return` has no value but another one has",
+                        "return a value on every path")
+    _set(s, frame.ret)
+
+
+def brk(s: Scope, at: Pos) -> None:
+    s.at(*at)
+    frame = _frame(s)
+    loop = frame.loops[-1]
+    crossed = _mark_exits(frame, loop.region_index)
+    if not loop.runtime and not crossed:
+        loop.stop = True
+        return
+    if loop.brk is None:
+        loop.brk = _new_flag(s, "broke", loop.start)
+    _set(s, loop.brk)
+
+
+def cont(s: Scope, at: Pos) -> None:
+    s.at(*at)
+    frame = _frame(s)
+    loop = frame.loops[-1]
+    crossed = _mark_exits(frame, loop.region_index)
+    if not crossed:
+        return  # the rest of this iteration is simply not expanded
+    if loop.cnt is None:
+        assert loop.cnt_mark is not None
+        loop.cnt = _new_flag(s, "continued", loop.cnt_mark)
+    _set(s, loop.cnt)
+
+
+def _flags(frame: Frame, with_cnt: bool = True) -> list[LocalVar]:
+    out: list[LocalVar] = []
+    if frame.loops:
+        loop = frame.loops[-1]
+        out += [f for f in (loop.brk, loop.cnt if with_cnt else None) if f is not None]
+    if frame.ret is not None:
+        out.append(frame.ret)
+    return out
+
+
+def _runtime_region(s: Scope, frame: Frame, block: Block, fn: Callable[[], Any]) -> None:
+    frame.regions.append(Region(True))
+    try:
+        with s.child(block):
+            fn()
+    finally:
+        frame.regions.pop()
+
+
+def guard(s: Scope, rest: Callable[[], None], at: Pos) -> None:
+    """The statements after one that may exit: skipped if the exit is certain, guarded by the
+    flags if it is conditional, expanded plainly if no exit happened."""
+    s.at(*at)
+    frame = _frame(s)
+    if frame.regions[-1].exited:
+        return
+    flags = _flags(frame)
+    if not flags:
+        rest()
+        return
+    cond = _any_flag(s, flags)
+    then = Block()
+    op = s.register("scf.if", [cond])
+    op.regions = [then, Block()]
+    _runtime_region(s, frame, then, rest)
+
+
+def runtime_branch(s: Scope, block: Block, fn: Callable[[], Any]) -> None:
+    """Expand a runtime `if` branch (called by `ops.if_`)."""
+    frames = _frames(s)
+    if not frames:
+        with s.child(block):
+            fn()
+        return
+    _runtime_region(s, frames[-1], block, fn)
+
+
+# -- loops -------------------------------------------------------------------------------------
+def _wrap_body(s: Scope, body: Block, flags: list[LocalVar]) -> None:
+    """Predicate a whole loop body on `not (flags)` (after its expansion)."""
+    inner = body.ops[:]
+    body.ops[:] = []
+    with s.child(body):
+        cond = _any_flag(s, flags)
+        op = s.register("scf.if", [cond])
+        op.regions = [Block(inner), Block()]
+
+
+def _loop_body(s: Scope, frame: Frame, loop: Loop, block: Block, fn: Callable[[], Any]) -> None:
+    frame.loops.append(loop)
+    frame.regions.append(Region(True))
+    loop.region_index = len(frame.regions) - 1
+    loop.cnt_mark = _Mark(block, None, False)
+    try:
+        with s.child(block):
+            fn()
+    finally:
+        frame.regions.pop()
+        frame.loops.pop()
+
+
+def while_(s: Scope, cond: Callable[[], Any], body: Callable[[], None], at: Pos) -> None:
+    """`while cond: body` → `scf.while` (region 0 computes the condition, region 1 the body)."""
+    s.at(*at)
+    frame = _frame(s)
+    before, block = Block(), Block()
+    op = s.register("scf.while", [])
+    op.regions = [before, block]
+    loop = Loop(True, 0, _Mark(s.block, None, False))
+    # the loop's own position: flags reset right before it
+    loop.start = _before(s, op)
+    _loop_body(s, frame, loop, block, body)
+    flags = [f for f in (loop.brk, frame.ret) if f is not None]
+    with s.child(before):
+        s.at(*at)
+        c = ops.read(s, cond())
+        s.at(*at)
+        if not isinstance(c, RV):
+            if not isinstance(c, (bool, int)):
+                raise ops.error(s, f"a while condition must be a bool, got {ops._describe(c)}")
+            if c and not flags:
+                raise ops.error(s, "`while True` with no break or return never ends",
+                                "add a `break` under a condition, or loop over range(...)")
+        cv = ops.value(s, c, BOOL)
+        if ops._ty(cv) != BOOL:
+            raise ops.error(s, f"a while condition must be one bool, got {ops._ty(cv)}",
+                            "compare first, e.g. `while x != 0:`")
+        if flags:
+            cv = s.emit("arith.and", [cv, _any_flag(s, flags)], BOOL)
+        s.register("scf.condition", [cv])
+
+
+def _before(s: Scope, op: Op) -> _Mark:
+    block = s.block
+    i = next(i for i, o in enumerate(block.ops) if o is op)
+    if i == 0 or (block is s.root and i <= s._prologue_end):  # noqa: SLF001
+        return _Mark(block, None, block is s.root)
+    return _Mark(block, block.ops[i - 1], block is s.root)
+
+
+def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: Pos) -> None:
+    """`for i in range(start, end, step)` → an `scf.for` loop (bounds may be runtime values).
+    A loop whose body breaks or returns keeps counting to the end with its body predicated off
+    (write `while` for long loops that usually exit early)."""
+    s.at(*at)
+    args = [ops.read(s, a) for a in args]
+    if not 1 <= len(args) <= 3:
+        raise ops.error(s, "range() takes 1 to 3 arguments")
+    if len(args) == 1:
+        args = [0, args[0], 1]
+    elif len(args) == 2:
+        args = [args[0], args[1], 1]
+    start, end, step = args
+    runtime = [a for a in args if isinstance(a, RV)]
+    if runtime:
+        ty = ops._ty(runtime[0].v)
+    else:
+        ty = U32 if all(isinstance(a, int) and a >= 0 for a in args) else I32
+    if ty not in (U32, I32):
+        raise ops.error(s, f"range() bounds must be u32 or i32, got {ty}")
+    if isinstance(step, int) and step <= 0:
+        raise ops.error(s, f"range() step must be positive, got {step}",
+                        "count up and compute the index: `for k in range(n): i = n - 1 - k`")
+    vals = [ops.value(s, a, ty) for a in (start, end, step)]
+    for v in vals:
+        if ops._ty(v) != ty:
+            raise ops.error(s, f"range() bounds mix {ty} and {ops._ty(v)}",
+                            "cast them to one type")
+    iv = s.new_value(ty, "i")
+    block = Block(args=[iv])
+    op = s.register("scf.for", vals)
+    op.regions = [block]
+    frame = _frame(s)
+    loop = Loop(True, 0, _before(s, op))
+    _loop_body(s, frame, loop, block, lambda: body(RV(iv)))
+    flags = [f for f in (loop.brk, frame.ret) if f is not None]
+    if flags:
+        _wrap_body(s, block, flags)
+
+
+def for_unroll(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: Pos) -> None:
+    """`for i in unroll(range(a, b, step))`: the body is expanded once per iteration with `i`
+    a Python int (a constant in the IR). The bounds must be known at expansion."""
+    s.at(*at)
+    args = [ops.read(s, a) for a in args]
+    bad = [a for a in args if not isinstance(a, int) or isinstance(a, bool)]
+    if bad:
+        raise ops.error(s, f"unroll(range(...)) needs comptime bounds, got {ops._describe(bad[0])}",
+                        "use Python ints or Comptime[int] arguments, or drop unroll(...) for a "
+                        "runtime loop")
+    try:
+        rng = range(*args)
+    except (TypeError, ValueError) as exc:
+        raise ops.error(s, f"unroll(range(...)): {exc}") from None
+    if len(rng) > MAX_UNROLL:
+        raise ops.error(s, f"unroll(range(...)) of {len(rng)} iterations (limit {MAX_UNROLL})",
+                        "drop unroll(...) for a runtime loop")
+    frame = _frame(s)
+    loop = Loop(False, 0, _mark(s))
+    frame.loops.append(loop)
+    try:
+        for i in rng:
+            flags = [f for f in (loop.brk, frame.ret) if f is not None]
+            if flags:
+                then = Block()
+                op = s.register("scf.if", [_any_flag(s, flags)])
+                op.regions = [then, Block()]
+                with s.child(then):
+                    _unrolled_iteration(s, frame, loop, body, i)
+            else:
+                _unrolled_iteration(s, frame, loop, body, i)
+            if loop.stop or frame.regions[-1].exited:
+                break
+    finally:
+        frame.loops.pop()
+
+
+def _unrolled_iteration(s: Scope, frame: Frame, loop: Loop, body: Callable[[Any], None],
+                        i: int) -> None:
+    # Not a runtime region even when wrapped in a flag guard: given that this iteration runs, a
+    # `break` straight in it certainly ends the loop, so no flag is needed for it.
+    frame.regions.append(Region(False))
+    loop.region_index = len(frame.regions) - 1
+    loop.cnt_mark = _mark(s)
+    if loop.cnt is not None:
+        _reset(s, loop.cnt.ptr, loop.cnt_mark)
+        loop.cnt_mark = _mark(s)
+    try:
+        body(i)
+    finally:
+        frame.regions.pop()
+
+
+def unroll(r: Any) -> Any:
+    """Marks a `for` loop to be unrolled at expansion: `for i in unroll(range(4)):`. Outside a
+    kernel it returns its argument."""
+    return r
+
+
+__all__ = ["brk", "cont", "fn_enter", "fn_exit", "for_range", "for_unroll", "guard", "ret",
+           "runtime_branch", "unroll", "while_"]
