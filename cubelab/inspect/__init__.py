@@ -26,7 +26,8 @@ from cubelab.ir.printer import print_kernel
 from cubelab.runtime.kernel import CubeDim, ExecutionMode, KernelId
 
 __all__ = ["expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
-           "Compiled"]
+           "Compiled", "source", "explain", "default_instance", "instance_from_id",
+           "correspondence", "view", "show", "CacheStats", "BufferStates", "LaunchLog", "msl"]
 
 
 def expanded(kernel: CubeFunction) -> str:
@@ -63,6 +64,12 @@ class Compiled:
     passes: list[PassRecord]
     ir: str
     wgsl: CompiledSource
+    # MSL when the MSL target is installed (shown, never run here)
+    msl_compiled: CompiledSource | None = None
+
+    @property
+    def msl(self) -> str | None:
+        return self.msl_compiled.source if self.msl_compiled is not None else None
 
 
 def compiled(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> Compiled:
@@ -71,7 +78,20 @@ def compiled(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> Compiled
     before = print_kernel(definition)
     pm = PassManager([CheckedIo(checked_io)] if k.mode is ExecutionMode.Checked else [])
     records = pm.run(definition, record=True)
-    return Compiled(k.id(), before, records, print_kernel(definition), compile_wgsl(definition))
+    return Compiled(k.id(), before, records, print_kernel(definition), compile_wgsl(definition),
+                    _msl_source(definition))
+
+
+def _msl_source(definition: Any) -> CompiledSource | None:
+    """MSL for the inspector when the MSL target exists (it is optional for these views)."""
+    try:
+        from cubelab.compiler.msl import compile_msl
+    except ImportError:
+        return None
+    try:
+        return compile_msl(definition)
+    except Exception:  # noqa: BLE001 - a view must not fail because one target did
+        return None
 
 
 def ir(k: KernelInstance, after_passes: bool = False, checked_io: CheckedIoRule = "fixed") -> str:
@@ -85,6 +105,15 @@ def passes(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> list[PassR
 
 def wgsl(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> str:
     return compiled(k, checked_io).wgsl.source
+
+
+def msl(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> str:
+    """The generated MSL, in seed 000's shape: shown beside the WGSL, never run here."""
+    from cubelab.compiler.msl import compile_msl
+
+    definition = k.define()
+    PassManager([CheckedIo(checked_io)] if k.mode is ExecutionMode.Checked else []).run(definition)
+    return compile_msl(definition).source
 
 
 def diff(a: KernelId, b: KernelId) -> list[str]:
@@ -106,3 +135,95 @@ def diff(a: KernelId, b: KernelId) -> list[str]:
     if not out and a.origin != b.origin:
         out.append("the kernel's source (or a helper's) changed")
     return out
+
+
+# -- views over a kernel, added for the notebook and terminal layers ---------------------------
+
+
+def source(kernel: CubeFunction) -> str:
+    """The kernel's Python source, as written."""
+    return kernel.source
+
+
+_FIELD_MEANING = {
+    "type": "the kernel function and its element types: another function is another kernel",
+    "address_type": "index width used for addressing",
+    "cube_dim": "units per cube; compiled into the kernel (@workgroup_size), so part of the key",
+    "mode": "Checked for launch, Unchecked for launch_unchecked (the CheckedIo pass or not)",
+}
+
+
+def explain(k: KernelInstance | KernelId) -> list[tuple[str, str, str]]:
+    """The KernelId field by field: (field, value, what it means)."""
+    kid = k.id() if isinstance(k, KernelInstance) else k
+    out: list[tuple[str, str, str]] = []
+    for key, value in kid.fields().items():
+        text = str(value)
+        if key in _FIELD_MEANING:
+            why = _FIELD_MEANING[key]
+        elif text == "()":
+            why = "a runtime scalar: no compile-time part, a new value never recompiles"
+        elif text.startswith("BufferCompilationArg"):
+            why = "a buffer: only its compile-time part (in-place reuse) is in the key, not its data"
+            text = " ".join(text.split())
+        else:
+            why = "a compile-time value (vector width or Comptime argument): each value is a kernel"
+        out.append((key, text, why))
+    return out
+
+
+def default_instance(kernel: CubeFunction, cube_dim: CubeDim | None = None) -> KernelInstance:
+    """An instance to look at before any launch: f32/i32 for generics, width 1, Comptime
+    arguments at their default (or False/0 for bool/int ones); TypeError if none applies."""
+    import inspect as _pyinspect
+
+    from cubelab.frontend.types import GenericScalar, GenericSize, f32, i32
+
+    types = [i32 if getattr(g, "family", "") == "Int" else f32
+             for g in kernel.generics if isinstance(g, GenericScalar)]
+    sizes = tuple(1 for g in kernel.generics if isinstance(g, GenericSize))
+    sig = _pyinspect.signature(kernel.fn)
+    comptime = []
+    for p in kernel.params:
+        if p.kind == "comptime":
+            default = sig.parameters[p.name].default
+            if default is _pyinspect.Parameter.empty:
+                inner = getattr(p.spec, "inner", None)
+                if inner in (bool, int, float):  # the type's zero: False, 0, 0.0
+                    comptime.append(inner())
+                    continue
+                raise TypeError(f"`{kernel.__name__}` has Comptime argument `{p.name}` without a "
+                                "default: pass an instance (inspect.instance(...)) or launch it")
+            comptime.append(default)
+    return instance(kernel, *types, sizes=sizes, cube_dim=cube_dim, comptime=tuple(comptime))
+
+
+def instance_from_id(kernel: CubeFunction, kid: KernelId) -> KernelInstance:
+    """Rebuild the Kernel a launch made from its KernelId (for line maps of a live compile)."""
+    from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind
+
+    from cubelab.frontend import types as _types
+
+    fields = dict(kid.info.fields)
+    by_name = {repr(t): t for t in vars(_types).values() if isinstance(t, ScalarKind)}
+    generic_text = kid.type.split("<", 1)[1].rstrip(">") if "<" in kid.type else ""
+    type_names = [t.strip() for t in generic_text.split(",") if t.strip()]
+    types = tuple(by_name[t] for t in type_names)
+    sizes = tuple(int(fields[g.name.lower()]) for g in kernel.generics
+                  if isinstance(g, GenericSize))
+    comptime = tuple(fields[p.name] for p in kernel.params if p.kind == "comptime")
+    if len(types) != len([g for g in kernel.generics if isinstance(g, GenericScalar)]):
+        raise ValueError(f"{kid.short()} does not match `{kernel.__name__}`'s generics")
+    return instance(kernel, *types, sizes=sizes, cube_dim=kid.cube_dim, comptime=comptime,
+                    checked=kid.mode is ExecutionMode.Checked)
+
+
+def correspondence(c: Compiled, file: str | None = None) -> "Correspondence":
+    """Kernel source line ↔ IR (after passes) ↔ WGSL lines, for one compiled kernel."""
+    return _correspondence(c.ir, {"wgsl": c.wgsl, "msl": c.msl_compiled}, file)
+
+
+from cubelab.inspect import live  # noqa: E402
+from cubelab.inspect.lines import Correspondence, correspondence as _correspondence  # noqa: E402
+from cubelab.inspect.live import BufferStates, CacheStats, LaunchLog  # noqa: E402
+from cubelab.inspect.render import show, view  # noqa: E402

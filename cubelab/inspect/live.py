@@ -1,0 +1,477 @@
+"""Ledgers: plain-data models of what the runtime did, built only from events.
+
+    stats = CacheStats(client.events)      # compiles / hits per KernelId, "why?" diffs
+    boards = BufferStates(client.events)   # per-buffer state and history (seed 001)
+    log = LaunchLog(client.events)         # the two hops of each launch
+
+Each ledger subscribes to the bus and *records* (O(1), under a lock) on whatever thread the
+event arrives — the device thread, mostly. Nothing is rendered here: `snapshot()` copies the
+state out for a view, a test or the terminal, on the caller's thread. `on_change(fn)` registers
+a cheap wake-up (the widgets' UI thread sets a flag; it never renders from a subscriber).
+
+The contract with the runtime is the event vocabulary in `cubelab.runtime.events` and nothing
+else: no ledger reads a server, a handle table or a cache.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from cubelab.runtime import events as ev
+from cubelab.runtime.kernel import KernelId
+
+__all__ = ["Ledger", "CacheStats", "KernelIdStats", "CacheSnapshot", "BufferStates",
+           "BufferState", "BufferHistory", "BuffersSnapshot", "LaunchLog", "LaunchRecord",
+           "BUFFER_STATES"]
+
+
+def _error_text(exc: BaseException | None) -> str:
+    if exc is None:
+        return ""
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"
+
+
+class Ledger:
+    """Base: subscribe to some event kinds, record under a lock, notify listeners."""
+
+    kinds: tuple[type, ...] = ()
+
+    def __init__(self, bus: ev.EventBus | None = None) -> None:
+        self._lock = threading.Lock()
+        self._listeners: tuple[Callable[[], None], ...] = ()
+        self._unsub: Callable[[], None] | None = None
+        self.version = 0  # bumped on every recorded event: views redraw when it moved
+        if bus is not None:
+            self.attach(bus)
+
+    def attach(self, bus: ev.EventBus) -> "Ledger":
+        self.close()
+        self._unsub = bus.subscribe(self._on_event, *self.kinds)
+        return self
+
+    def close(self) -> None:
+        if self._unsub is not None:
+            self._unsub()
+            self._unsub = None
+
+    def on_change(self, fn: Callable[[], None]) -> Callable[[], None]:
+        self._listeners = self._listeners + (fn,)
+
+        def remove() -> None:
+            self._listeners = tuple(f for f in self._listeners if f is not fn)
+
+        return remove
+
+    def _on_event(self, event: ev.Event) -> None:
+        with self._lock:
+            self._record(event)
+            self.version += 1
+        for fn in self._listeners:
+            fn()
+
+    def _record(self, event: ev.Event) -> None:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        with self._lock:
+            self._reset()
+            self.version += 1
+        for fn in self._listeners:
+            fn()
+
+    def _reset(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- cache: compiles and hits per KernelId -----------------------------------------------------
+
+
+@dataclass
+class KernelIdStats:
+    kernel_id: KernelId
+    kernel: str
+    entry: str = ""
+    compiles: int = 0
+    hits: int = 0
+    failures: int = 0
+    last_launch_seq: int = 0
+    last_launched: float = 0.0  # perf_counter time of the last compile or hit
+    compile_s: float = 0.0  # expand + passes + codegen + driver, summed over compiles
+    order: int = 0  # first-seen order (the "earlier" of "nearest earlier id")
+    why: tuple[str, ...] = ()  # diff against the nearest earlier id; filled in by snapshot()
+    nearest: KernelId | None = None
+
+    @property
+    def short(self) -> str:
+        return self.kernel_id.short()
+
+
+@dataclass(frozen=True)
+class CacheSnapshot:
+    rows: tuple[KernelIdStats, ...]
+    total_compiles: int
+    total_hits: int
+    total_failures: int
+    cleared: tuple[str, ...]
+
+    def row(self, kernel_id: KernelId) -> KernelIdStats:
+        for r in self.rows:
+            if r.kernel_id == kernel_id:
+                return r
+        raise KeyError(kernel_id)
+
+
+def nearest_earlier(kid: KernelId, earlier: list[KernelId]) -> tuple[KernelId | None, list[str]]:
+    """The earlier id of the same kernel that differs in the fewest fields, and the diff."""
+    from cubelab.inspect import diff
+
+    base = kid.type.split("<", 1)[0]
+    best: tuple[int, int, KernelId, list[str]] | None = None
+    for i, other in enumerate(earlier):
+        if other.type.split("<", 1)[0] != base:
+            continue
+        d = diff(other, kid)
+        key = (len(d), -i)
+        if best is None or key < best[:2]:
+            best = (len(d), -i, other, d)
+    if best is None:
+        return None, ["first compile of this kernel"]
+    return best[2], best[3]
+
+
+class CacheStats(Ledger):
+    """The pipeline cache as a student sees it: per KernelId, how often compiled and reused."""
+
+    kinds = (ev.CompileFinished, ev.CompileFailed, ev.CacheHit, ev.CacheCleared)
+
+    def __init__(self, bus: ev.EventBus | None = None) -> None:
+        self._rows: dict[KernelId, KernelIdStats] = {}
+        self._cleared: list[str] = []
+        self._order = 0
+        self._why: dict[KernelId, tuple[KernelId | None, tuple[str, ...]]] = {}
+        super().__init__(bus)
+
+    def _row(self, kid: KernelId, kernel: str) -> KernelIdStats:
+        row = self._rows.get(kid)
+        if row is None:
+            self._order += 1
+            row = self._rows[kid] = KernelIdStats(kid, kernel, order=self._order)
+        return row
+
+    def _record(self, e: ev.Event) -> None:
+        if isinstance(e, ev.CompileFinished):
+            row = self._row(e.kernel_id, e.kernel)
+            row.compiles += 1
+            row.entry = e.entry
+            row.compile_s += e.expand_s + e.passes_s + e.codegen_s + e.driver_s
+            row.last_launch_seq, row.last_launched = e.launch_seq, e.t
+        elif isinstance(e, ev.CacheHit):
+            row = self._row(e.kernel_id, e.kernel)
+            row.hits += 1
+            row.entry = row.entry or e.entry
+            row.last_launch_seq, row.last_launched = e.launch_seq, e.t
+        elif isinstance(e, ev.CompileFailed):
+            row = self._row(e.kernel_id, e.kernel)
+            row.failures += 1
+            row.last_launch_seq, row.last_launched = e.launch_seq, e.t
+        elif isinstance(e, ev.CacheCleared):
+            self._cleared.append(e.reason)
+
+    def _reset(self) -> None:
+        self._rows.clear()
+        self._cleared.clear()
+        self._why.clear()
+        self._order = 0
+
+    def snapshot(self) -> CacheSnapshot:
+        with self._lock:
+            rows = sorted((replace(r) for r in self._rows.values()), key=lambda r: r.order)
+            cleared = tuple(self._cleared)
+        earlier: list[KernelId] = []
+        for r in rows:  # diffs are computed here, off the device thread, once per id
+            cached = self._why.get(r.kernel_id)
+            if cached is None:
+                nearest, why = nearest_earlier(r.kernel_id, earlier)
+                cached = self._why[r.kernel_id] = (nearest, tuple(why))
+            r.nearest, r.why = cached
+            earlier.append(r.kernel_id)
+        return CacheSnapshot(tuple(rows), sum(r.compiles for r in rows),
+                             sum(r.hits for r in rows), sum(r.failures for r in rows), cleared)
+
+
+# -- buffers: seed 001's failure-as-state ------------------------------------------------------
+
+# state -> what it means (the board's legend)
+BUFFER_STATES: dict[str, str] = {
+    "clean": "holds valid data",
+    "claimed": "a launch that writes it is in flight (provisional failure)",
+    "failed": "the launch that should have written it failed; reading raises the error",
+    "skipped": "a launch writing it was skipped because an input carried a failure (root cause)",
+    "repaired": "a later successful launch rewrote it: valid again",
+}
+
+
+@dataclass(frozen=True)
+class BufferHistory:
+    t: float
+    state: str
+    kernel: str
+    launch_seq: int
+    detail: str = ""
+
+
+@dataclass
+class BufferState:
+    handle_id: int
+    size: int | None = None
+    state: str = "clean"
+    kernel: str = ""  # the launch that last changed the state
+    root_kernel: str = ""  # for failed/skipped: the launch that really failed
+    error: str = ""
+    oob: int = 0  # out-of-bounds reports against launches that wrote it
+    history: list[BufferHistory] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class OobRow:
+    kernel: str
+    buffer: str
+    index: int
+    length: int
+    unit: tuple[int, int, int]
+    cube: tuple[int, int, int]
+    write: bool
+    loc: str
+    launch_seq: int
+
+
+@dataclass(frozen=True)
+class BuffersSnapshot:
+    buffers: tuple[BufferState, ...]
+    oob: tuple[OobRow, ...]
+
+    def get(self, handle_id: int) -> BufferState:
+        for b in self.buffers:
+            if b.handle_id == handle_id:
+                return b
+        raise KeyError(handle_id)
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in BUFFER_STATES}
+        for b in self.buffers:
+            out[b.state] = out.get(b.state, 0) + 1
+        return out
+
+
+class BufferStates(Ledger):
+    """Every buffer the bus has mentioned, with its state and history (seed 001)."""
+
+    kinds = (ev.BufferCreated, ev.BufferClaimed, ev.BufferReleased, ev.BufferFailed,
+             ev.BufferRepaired, ev.LaunchFailed, ev.LaunchSkipped, ev.OobReported)
+
+    def __init__(self, bus: ev.EventBus | None = None, max_history: int = 50,
+                 max_oob: int = 200) -> None:
+        self._buffers: dict[int, BufferState] = {}
+        self._skips: dict[int, ev.LaunchSkipped] = {}
+        self._oob: list[OobRow] = []
+        self.max_history, self.max_oob = max_history, max_oob
+        super().__init__(bus)
+
+    def _buf(self, hid: int) -> BufferState:
+        b = self._buffers.get(hid)
+        if b is None:
+            b = self._buffers[hid] = BufferState(hid)
+        return b
+
+    def _set(self, hid: int, state: str, e: ev.Event, kernel: str, seq: int, detail: str = "",
+             root: str = "", error: str = "") -> None:
+        b = self._buf(hid)
+        if state in ("failed", "skipped") and b.state == state and b.history \
+                and b.history[-1].launch_seq == seq and seq:
+            return  # LaunchFailed and BufferFailed report the same fact
+        b.state, b.kernel = state, kernel
+        b.root_kernel, b.error = (root, error) if state in ("failed", "skipped") else ("", "")
+        b.history.append(BufferHistory(e.t, state, kernel, seq, detail))
+        if len(b.history) > self.max_history:
+            del b.history[0]
+
+    def _record(self, e: ev.Event) -> None:
+        if isinstance(e, ev.BufferCreated):
+            b = self._buf(e.handle_id)
+            b.size = e.size
+            self._set(e.handle_id, "clean", e, "", 0, f"created, {e.size} B")
+        elif isinstance(e, ev.BufferClaimed):
+            for h in e.handle_ids:
+                self._set(h, "claimed", e, e.kernel, e.launch_seq, "claimed by the launch")
+        elif isinstance(e, ev.BufferReleased):
+            for h in e.handle_ids:
+                was = self._buf(h).state
+                if was in ("failed", "skipped"):
+                    self._set(h, "repaired", e, e.kernel, e.launch_seq, "rewritten successfully")
+                else:
+                    self._set(h, "clean", e, e.kernel, e.launch_seq, "released: launch succeeded")
+        elif isinstance(e, ev.BufferRepaired):
+            for h in e.handle_ids:
+                self._set(h, "repaired", e, e.kernel, e.launch_seq, "rewritten successfully")
+        elif isinstance(e, ev.LaunchSkipped):
+            if e.why != "dry-run":
+                self._skips[e.launch_seq] = e
+                if len(self._skips) > 1000:
+                    self._skips.pop(next(iter(self._skips)))
+        elif isinstance(e, ev.BufferFailed):
+            skip = self._skips.get(e.launch_seq)
+            root = e.root_kernel or (skip.root_kernel if skip else "") or e.kernel
+            state = "skipped" if (skip is not None or root != e.kernel) else "failed"
+            detail = (f"skipped: input carried the failure of `{root}`" if state == "skipped"
+                      else "launch failed")
+            for h in e.handle_ids:
+                self._set(h, state, e, e.kernel, e.launch_seq, detail, root, _error_text(e.error))
+        elif isinstance(e, ev.LaunchFailed):
+            for h in e.buffers:
+                self._set(h, "failed", e, e.kernel, e.launch_seq, "launch failed", e.kernel,
+                          _error_text(e.error))
+        elif isinstance(e, ev.OobReported):
+            if len(self._oob) < self.max_oob:
+                self._oob.append(OobRow(e.kernel, e.buffer, e.index, e.length, e.unit, e.cube,
+                                        e.write, e.loc, e.launch_seq))
+
+    def _reset(self) -> None:
+        self._buffers.clear()
+        self._skips.clear()
+        self._oob.clear()
+
+    def snapshot(self) -> BuffersSnapshot:
+        with self._lock:
+            bufs = tuple(replace(b, history=list(b.history))
+                         for _, b in sorted(self._buffers.items()))
+            return BuffersSnapshot(bufs, tuple(self._oob))
+
+
+# -- launches: the two hops --------------------------------------------------------------------
+
+
+@dataclass
+class LaunchRecord:
+    """One launch as the seed draws it: hop 1 on the calling thread, hop 2 on the device thread."""
+
+    seq: int
+    kernel: str
+    kernel_id: KernelId | None = None
+    cube_count: tuple[int, int, int] = (0, 0, 0)
+    calling_thread: str = ""
+    stream: str = ""  # the stream it was queued on (the calling thread's unless pinned)
+    mode: str = ""  # LaunchMode: Execute, or Skip inside a dry run
+    issued_t: float = 0.0
+    gated: str = ""  # hop 1 ended here (zero count, ...)
+    device_thread: str = ""
+    cache: str = ""  # "compile" | "hit" | "compile-failed"
+    compile_s: float = 0.0
+    skipped: str = ""  # "dry-run" | "tainted-input: <root kernel>"
+    claimed: tuple[int, ...] = ()
+    dispatched_t: float = 0.0
+    failed: str = ""
+    profile_s: float | None = None
+
+    @property
+    def status(self) -> str:
+        if self.gated:
+            return "gated"
+        if self.failed:
+            return "failed"
+        if self.skipped:
+            return "skipped"
+        if self.dispatched_t:
+            return "dispatched"
+        return "queued"
+
+    @property
+    def latency_s(self) -> float | None:
+        """Issue → dispatched: queueing plus compile (not the GPU's execution time)."""
+        return self.dispatched_t - self.issued_t if self.dispatched_t and self.issued_t else None
+
+
+class LaunchLog(Ledger):
+    """The last `keep` launches, each filled in hop by hop as its events arrive."""
+
+    kinds = (ev.LaunchIssued, ev.LaunchGated, ev.CompileStarted, ev.CompileFinished,
+             ev.CompileFailed, ev.CacheHit, ev.LaunchSkipped, ev.BufferClaimed,
+             ev.LaunchDispatched, ev.LaunchFailed, ev.ProfileSample)
+
+    def __init__(self, bus: ev.EventBus | None = None, keep: int = 50) -> None:
+        self.keep = keep
+        self._records: OrderedDict[int, LaunchRecord] = OrderedDict()
+        self._gated = 0
+        super().__init__(bus)
+
+    def _rec(self, seq: int, kernel: str) -> LaunchRecord:
+        r = self._records.get(seq)
+        if r is None:
+            r = self._records[seq] = LaunchRecord(seq, kernel)
+            while len(self._records) > self.keep:
+                self._records.popitem(last=False)
+        return r
+
+    def _record(self, e: ev.Event) -> None:
+        if isinstance(e, ev.LaunchGated):
+            self._gated += 1  # a gated launch never got a sequence number
+            r = self._rec(-self._gated, e.kernel)
+            r.gated, r.calling_thread, r.issued_t = e.why, e.thread, e.t
+            return
+        seq = getattr(e, "launch_seq", 0)
+        if not seq:
+            return
+        r = self._rec(seq, getattr(e, "kernel", ""))
+        if isinstance(e, ev.LaunchIssued):
+            r.kernel_id, r.cube_count = e.kernel_id, e.cube_count
+            r.calling_thread, r.issued_t = e.thread, e.t
+            stream, mode = getattr(e, "stream", None), getattr(e, "mode", None)
+            r.stream = "" if stream is None else str(stream)
+            r.mode = "" if mode is None else str(getattr(mode, "value", mode))
+        elif isinstance(e, ev.CompileStarted):
+            r.cache, r.device_thread = "compile", e.thread
+        elif isinstance(e, ev.CompileFinished):
+            r.cache = "compile"
+            r.compile_s = e.expand_s + e.passes_s + e.codegen_s + e.driver_s
+        elif isinstance(e, ev.CompileFailed):
+            r.cache = "compile-failed"
+        elif isinstance(e, ev.CacheHit):
+            r.cache, r.device_thread = "hit", e.thread
+        elif isinstance(e, ev.LaunchSkipped):
+            r.skipped = e.why + (f": input failed in `{e.root_kernel}`" if e.root_kernel else "")
+        elif isinstance(e, ev.BufferClaimed):
+            r.claimed = e.handle_ids
+        elif isinstance(e, ev.LaunchDispatched):
+            r.dispatched_t, r.device_thread = e.t, e.thread
+        elif isinstance(e, ev.LaunchFailed):
+            r.failed = _error_text(e.error)
+        elif isinstance(e, ev.ProfileSample):
+            r.profile_s = e.duration_s
+
+    def _reset(self) -> None:
+        self._records.clear()
+
+    def snapshot(self) -> tuple[LaunchRecord, ...]:
+        with self._lock:
+            return tuple(replace(r) for r in self._records.values())
+
+
+def ago(t: float, now: float | None = None) -> str:
+    """'3.2 s ago' for a perf_counter time (views show relative times)."""
+    if not t:
+        return ""
+    dt = (time.perf_counter() if now is None else now) - t
+    return f"{dt:.1f} s ago" if dt < 120 else f"{dt / 60:.0f} min ago"
+
+
+Snapshot = Any

@@ -1,0 +1,164 @@
+"""`view(x)` builds the renderable for any inspectable thing; `show(x)` displays it where it is.
+
+In a Jupyter kernel `show` hands the view to IPython's `display` (HTML + text); in a terminal it
+prints through rich when rich is installed, else plain text. IPython and rich are imported only
+inside these calls.
+"""
+
+from __future__ import annotations
+
+import difflib
+import sys
+from typing import Any
+
+from cubelab.inspect.views import CodeView, NoteView, SectionsView, TableView, View
+
+__all__ = ["view", "show", "kernel_id_view", "passes_view", "cache_view", "buffers_view",
+           "launches_view"]
+
+
+def kernel_id_view(kid: Any, title: str | None = None) -> View:
+    from cubelab.inspect import explain
+
+    rows = [(k, v, why) for k, v, why in explain(kid)]
+    return SectionsView([
+        TableView(["field", "value", "what it means"], rows),
+        CodeView(kid.debug(), "rust", title="as the debug log prints it"),
+    ], title=title or f"KernelId {kid.short()}")
+
+
+def passes_view(records: Any) -> View:
+    sections: list[View] = []
+    for r in records:
+        d = "\n".join(difflib.unified_diff(r.before.splitlines(), r.after.splitlines(),
+                                           "before", "after", lineterm="", n=1))
+        sections.append(CodeView(d or "(no change)", "diff",
+                                 title=f"pass `{r.name}`" + ("" if r.changed else " — no change")))
+    if not sections:
+        sections.append(NoteView(["no passes ran (launch_unchecked runs none)"]))
+    return SectionsView(sections, title="Passes")
+
+
+def cache_view(snap: Any) -> View:
+    from cubelab.inspect.live import ago
+
+    rows, classes = [], []
+    for r in snap.rows:
+        rows.append((r.short, r.compiles, r.hits, ago(r.last_launched),
+                     f"{r.compile_s * 1e3:.1f} ms", "; ".join(r.why)))
+        classes.append("cl-state-failed" if r.failures else "")
+    return TableView(["KernelId", "compiles", "hits", "last launched", "compile time", "why?"],
+                     rows, title=f"Pipeline cache — {snap.total_compiles} compiles, "
+                                 f"{snap.total_hits} hits", row_classes=classes)
+
+
+def buffers_view(snap: Any) -> View:
+    rows, classes = [], []
+    for b in snap.buffers:
+        cause = ""
+        if b.state in ("failed", "skipped"):
+            cause = f"root cause: `{b.root_kernel}` — {b.error}"
+        rows.append((f"#{b.handle_id}", "" if b.size is None else f"{b.size} B", b.state,
+                     b.kernel, cause))
+        classes.append(f"cl-state-{b.state}")
+    views: list[View] = [TableView(["buffer", "size", "state", "last launch", "root cause"], rows,
+                                   title="Buffers", row_classes=classes)]
+    if snap.oob:
+        views.append(TableView(
+            ["kernel", "buffer", "index", "len", "unit", "cube", "access", "at"],
+            [(o.kernel, o.buffer, o.index, o.length, o.unit, o.cube,
+              "write" if o.write else "read", o.loc) for o in snap.oob],
+            title="Out-of-bounds reports"))
+    return SectionsView(views) if len(views) > 1 else views[0]
+
+
+def launches_view(records: Any) -> View:
+    rows = []
+    for r in records:
+        hop1 = f"{r.calling_thread}" + (f" — gated: {r.gated}" if r.gated else " → queued")
+        parts = [r.cache or ""]
+        if r.skipped:
+            parts.append(f"skipped ({r.skipped})")
+        if r.claimed:
+            parts.append("claimed " + ",".join(f"#{h}" for h in r.claimed))
+        if r.failed:
+            parts.append(f"failed: {r.failed}")
+        elif r.dispatched_t:
+            parts.append("dispatched")
+        lat = r.latency_s
+        rows.append((r.seq if r.seq > 0 else "—", r.kernel, hop1, " → ".join(p for p in parts if p),
+                     r.device_thread, "" if lat is None else f"{lat * 1e3:.2f} ms"))
+    return TableView(["#", "kernel", "hop 1: calling thread", "hop 2: device thread",
+                      "device thread", "issue→dispatch"], rows, title="Launches")
+
+
+def view(x: Any) -> View:
+    """The renderable for `x` (a kernel, a Kernel instance, a KernelId, passes, a ledger, ...)."""
+    from cubelab import inspect as I
+    from cubelab.frontend.kernel import CubeFunction, KernelInstance
+    from cubelab.ir.passes import PassRecord
+    from cubelab.runtime.kernel import KernelId
+
+    if isinstance(x, View):
+        return x
+    if isinstance(x, CubeFunction):
+        return SectionsView([
+            CodeView(x.source, "python", title=f"Source — {x.file}:{x.first_line}",
+                     first_line=x.first_line),
+            CodeView(I.expanded(x), "python", title="Expanded (the generated expand function)"),
+        ], title=f"@cube {x.__name__}")
+    if isinstance(x, KernelInstance):
+        return view(I.compiled(x))
+    if isinstance(x, I.Compiled):
+        sections: list[View] = [
+            CodeView(x.expanded_ir, "ir", title="IR (as expanded)"),
+            passes_view(x.passes),
+            CodeView(x.wgsl.source, "wgsl", title=f"WGSL — {x.wgsl.entry}"),
+        ]
+        if x.msl is not None:
+            sections.append(CodeView(x.msl, "msl", title="MSL"))
+        return SectionsView(sections, title=f"{x.kernel_id.short()}", collapsible=True)
+    if isinstance(x, KernelId):
+        return kernel_id_view(x)
+    if isinstance(x, PassRecord):
+        return passes_view([x])
+    if isinstance(x, list) and x and all(isinstance(r, PassRecord) for r in x):
+        return passes_view(x)
+    if isinstance(x, (list, tuple)) and all(isinstance(s, str) for s in x):
+        return NoteView(list(x) or ["identical"], title="Why a new KernelId")
+    if isinstance(x, I.live.CacheSnapshot):
+        return cache_view(x)
+    if isinstance(x, I.live.BuffersSnapshot):
+        return buffers_view(x)
+    if isinstance(x, tuple) and all(isinstance(r, I.live.LaunchRecord) for r in x):
+        return launches_view(x)
+    if isinstance(x, I.live.Ledger):
+        return view(x.snapshot())  # type: ignore[attr-defined]
+    if isinstance(x, str):
+        return CodeView(x, "text")
+    return CodeView(repr(x), "text")
+
+
+def _in_kernel() -> bool:
+    ipy = sys.modules.get("IPython")
+    if ipy is None:
+        return False
+    shell = ipy.get_ipython()  # type: ignore[attr-defined]
+    return shell is not None and shell.__class__.__name__ != "TerminalInteractiveShell"
+
+
+def show(x: Any) -> View:
+    """Display `x` here: rich HTML in a notebook, rich text in a terminal. Returns the view."""
+    v = view(x)
+    if _in_kernel():
+        from IPython.display import display
+
+        display(v)
+        return v
+    try:
+        from rich.console import Console
+    except ImportError:
+        print(v.text())
+    else:
+        Console().print(v.rich())
+    return v

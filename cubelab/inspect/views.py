@@ -1,0 +1,205 @@
+"""Renderables: one object, three faces — `text/plain`, theme-aware HTML, and a rich renderable.
+
+A notebook displays a view through `_repr_mimebundle_` (HTML coloured by pygments through
+JupyterLab's CSS variables, see `highlight.py`, always with a `text/plain` part); a terminal
+prints it through `__rich__` (rich is imported only there, so `import cubelab` stays light);
+`str(view)` is the plain text both fall back to. `cubelab.inspect.show(x)` builds the right view
+for any inspectable thing and displays it where it is.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from cubelab.inspect.highlight import CSS_SCOPE, css, lexer_for, to_html
+
+__all__ = ["View", "CodeView", "TableView", "SectionsView", "NoteView"]
+
+_TABLE_CSS = f"""
+.{CSS_SCOPE} table.cl-table {{ border-collapse: collapse; font-size: var(--jp-code-font-size, 12px); }}
+.{CSS_SCOPE} table.cl-table th, .{CSS_SCOPE} table.cl-table td {{ padding: 2px 8px;
+  border-bottom: 1px solid var(--jp-border-color2, #ddd); text-align: left; vertical-align: top;
+  white-space: pre-wrap; }}
+.{CSS_SCOPE} table.cl-table th {{ color: var(--jp-ui-font-color1, inherit); font-weight: bold; }}
+.{CSS_SCOPE} .cl-state-failed, .{CSS_SCOPE} .cl-state-skipped {{ color: var(--jp-error-color1, #c00); }}
+.{CSS_SCOPE} .cl-state-claimed {{ color: var(--jp-warn-color1, #b60); }}
+.{CSS_SCOPE} .cl-state-repaired, .{CSS_SCOPE} .cl-state-clean {{ color: var(--jp-success-color1, #080); }}
+.{CSS_SCOPE} .cl-big {{ font-size: 2.2em; font-weight: bold; line-height: 1.1; }}
+.{CSS_SCOPE} .cl-muted {{ color: var(--jp-content-font-color2, #666); }}
+.{CSS_SCOPE} details > summary {{ cursor: pointer; }}
+"""
+
+
+def table_css() -> str:
+    return css() + _TABLE_CSS
+
+
+class View:
+    """Base renderable. Subclasses provide `text()`, `html_body()` and `rich()`."""
+
+    title: str | None = None
+
+    def text(self) -> str:
+        raise NotImplementedError
+
+    def html_body(self) -> str:
+        raise NotImplementedError
+
+    def html(self, with_css: bool = True) -> str:
+        style = f"<style>{table_css()}</style>" if with_css else ""
+        return f'<div class="{CSS_SCOPE}">{style}{self.html_body()}</div>'
+
+    def rich(self) -> Any:
+        from rich.text import Text
+
+        return Text(self.text())
+
+    # -- protocols ----------------------------------------------------------------------------
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": self.text(), "text/html": self.html()}
+
+    def __rich__(self) -> Any:
+        return self.rich()
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+@dataclass(repr=False)
+class CodeView(View):
+    """Source text in a language, with highlighted lines and per-line hover titles."""
+
+    source: str
+    lang: str = "text"
+    title: str | None = None
+    hl_lines: Sequence[int] = ()
+    line_titles: Mapping[int, str] = field(default_factory=dict)
+    gutter: Mapping[int, str] = field(default_factory=dict)
+    first_line: int = 1
+
+    def text(self) -> str:
+        head = f"── {self.title} ──\n" if self.title else ""
+        return head + self.source
+
+    def html_body(self) -> str:
+        return to_html(self.source, self.lang, hl_lines=self.hl_lines,
+                       line_titles=self.line_titles, gutter=self.gutter, title=self.title,
+                       with_css=False).removeprefix(f'<div class="{CSS_SCOPE}">') \
+            .removesuffix("</div>")
+
+    def rich(self) -> Any:
+        from rich.panel import Panel
+        from rich.syntax import Syntax
+
+        syntax = Syntax(self.source.rstrip("\n"), lexer_for(self.lang), theme="ansi_dark",
+                        line_numbers=True, start_line=self.first_line,
+                        highlight_lines={n + self.first_line - 1 for n in self.hl_lines},
+                        word_wrap=False, background_color="default")
+        return Panel(syntax, title=self.title, title_align="left") if self.title else syntax
+
+
+@dataclass(repr=False)
+class TableView(View):
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Any]]
+    title: str | None = None
+    row_classes: Sequence[str] = ()
+    note: str = ""
+
+    def text(self) -> str:
+        cells = [[str(c) for c in self.columns]] + [[str(v) for v in r] for r in self.rows]
+        widths = [max(len(line) for row in cells for line in (row[i].splitlines() or [""]))
+                  for i in range(len(self.columns))]
+        out = [f"── {self.title} ──"] if self.title else []
+        for j, row in enumerate(cells):
+            first = [c.splitlines()[0] if c else "" for c in row]
+            out.append("  ".join(v.ljust(w) for v, w in zip(first, widths)).rstrip())
+            if j == 0:
+                out.append("  ".join("-" * w for w in widths))
+        if self.note:
+            out.append(self.note)
+        return "\n".join(out)
+
+    def html_body(self) -> str:
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
+        body = []
+        for i, r in enumerate(self.rows):
+            cls = self.row_classes[i] if i < len(self.row_classes) else ""
+            cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in r)
+            body.append(f'<tr class="{html.escape(cls)}">{cells}</tr>')
+        title = f'<div class="cl-title">{html.escape(self.title)}</div>' if self.title else ""
+        note = f'<div class="cl-muted">{html.escape(self.note)}</div>' if self.note else ""
+        return (f'{title}<table class="cl-table"><thead><tr>{head}</tr></thead>'
+                f'<tbody>{"".join(body)}</tbody></table>{note}')
+
+    def rich(self) -> Any:
+        from rich.table import Table
+
+        t = Table(title=self.title, title_justify="left", caption=self.note or None)
+        for c in self.columns:
+            t.add_column(str(c))
+        styles = {"cl-state-failed": "red", "cl-state-skipped": "red", "cl-state-claimed": "yellow",
+                  "cl-state-repaired": "green", "cl-state-clean": "green"}
+        for i, r in enumerate(self.rows):
+            cls = self.row_classes[i] if i < len(self.row_classes) else ""
+            t.add_row(*(str(v) for v in r), style=styles.get(cls))
+        return t
+
+
+@dataclass(repr=False)
+class NoteView(View):
+    lines: Sequence[str]
+    title: str | None = None
+
+    def text(self) -> str:
+        head = [f"── {self.title} ──"] if self.title else []
+        return "\n".join(head + [f"• {ln}" for ln in self.lines])
+
+    def html_body(self) -> str:
+        title = f'<div class="cl-title">{html.escape(self.title)}</div>' if self.title else ""
+        items = "".join(f"<li>{html.escape(ln)}</li>" for ln in self.lines)
+        return f"{title}<ul>{items}</ul>"
+
+    def rich(self) -> Any:
+        from rich.panel import Panel
+        from rich.text import Text
+
+        body = Text("\n".join(f"• {ln}" for ln in self.lines))
+        return Panel(body, title=self.title, title_align="left") if self.title else body
+
+
+@dataclass(repr=False)
+class SectionsView(View):
+    """Several views under one title (a kernel overview, the passes)."""
+
+    sections: Sequence[View]
+    title: str | None = None
+    collapsible: bool = False
+
+    def text(self) -> str:
+        head = [f"══ {self.title} ══"] if self.title else []
+        return "\n\n".join(head + [s.text() for s in self.sections])
+
+    def html_body(self) -> str:
+        title = f'<div class="cl-title">{html.escape(self.title)}</div>' if self.title else ""
+        parts = []
+        for s in self.sections:
+            if self.collapsible and s.title:
+                parts.append(f"<details><summary>{html.escape(s.title)}</summary>"
+                             f"{s.html_body()}</details>")
+            else:
+                parts.append(s.html_body())
+        return title + "".join(parts)
+
+    def rich(self) -> Any:
+        from rich.console import Group
+        from rich.rule import Rule
+
+        items: list[Any] = [Rule(self.title)] if self.title else []
+        items += [s.rich() for s in self.sections]
+        return Group(*items)

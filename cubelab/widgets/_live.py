@@ -1,0 +1,145 @@
+"""The threading contract every live view follows (see docs/jupyter.md, "Why views never slow a
+launch").
+
+Events arrive on the device thread. A widget trait update costs ~110 µs and a display update
+~370 µs, so touching a widget there would slow every launch. Instead:
+
+1. a ledger (`cubelab.inspect.live`) records each event under a lock (about a microsecond) and
+   pokes a `threading.Event`;
+2. one UI thread per view set (`UiThread`) wakes on the poke, redraws every view whose ledgers
+   moved, then sleeps `1/hz` — at most 10 redraws a second however many launches happen;
+3. exactly one thread mutates a given widget at a time (`LiveView._render_lock`); user clicks
+   arrive on the kernel's main thread and take the same lock.
+
+Trait changes from a background thread reach the front end with ipykernel >= 6.29 (not 7.0.x).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Iterable
+
+from cubelab.inspect.live import Ledger
+
+__all__ = ["UiThread", "LiveView", "default_ui"]
+
+
+class UiThread:
+    """Wakes when a ledger changes and redraws dirty views, at most `hz` times a second."""
+
+    def __init__(self, hz: float = 10.0, name: str = "cubelab-ui") -> None:
+        self.period = 1.0 / hz
+        self.name = name
+        self._views: "weakref.WeakSet[LiveView]" = weakref.WeakSet()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self.redraws = 0  # how many view redraws this thread has done (tests, benchmark)
+
+    def add(self, view: "LiveView") -> None:
+        self._views.add(view)
+        with self._start_lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._stop.clear()
+                self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+                self._thread.start()
+
+    def remove(self, view: "LiveView") -> None:
+        self._views.discard(view)
+
+    def poke(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait()
+            if self._stop.is_set():
+                return
+            self._wake.clear()
+            for view in list(self._views):
+                if view.dirty():
+                    try:
+                        view.refresh()
+                        self.redraws += 1
+                    except Exception:  # noqa: BLE001 - a broken view must not stop the others
+                        pass
+            self._stop.wait(self.period)
+
+
+_default_ui: UiThread | None = None
+
+
+def default_ui() -> UiThread:
+    global _default_ui
+    if _default_ui is None:
+        _default_ui = UiThread()
+    return _default_ui
+
+
+class LiveView:
+    """Base of every widget view: ledgers in, one root ipywidget out.
+
+    `live=False` builds the same widget without the UI thread: tests call `refresh()` and read
+    the model; a notebook gets `live=True` (the default) and never calls anything.
+    """
+
+    css_class = "cubelab-view"
+
+    def __init__(self, ledgers: Iterable[Ledger], *, live: bool = True,
+                 ui: UiThread | None = None) -> None:
+        self._ledgers = list(ledgers)
+        self._seen: list[int] = [-1] * len(self._ledgers)
+        self._render_lock = threading.RLock()
+        self._ui = (ui or default_ui()) if live else None
+        self._removers = []
+        if self._ui is not None:
+            for ledger in self._ledgers:
+                self._removers.append(ledger.on_change(self._ui.poke))
+
+    def _start(self) -> None:
+        """Subclasses call this once their widgets exist: first render, then go live."""
+        self.refresh()
+        if self._ui is not None:
+            self._ui.add(self)
+
+    def dirty(self) -> bool:
+        return any(led.version != seen for led, seen in zip(self._ledgers, self._seen))
+
+    def refresh(self) -> None:
+        """Render the ledgers' snapshots into the widgets (UI thread, or a test)."""
+        with self._render_lock:
+            self._seen = [led.version for led in self._ledgers]
+            self.render()
+
+    def render(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def widget(self) -> Any:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop listening (the widget stays on screen, frozen)."""
+        if self._ui is not None:
+            self._ui.remove(self)
+        for remove in self._removers:
+            remove()
+        for led in self._ledgers:
+            led.close()
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+
+def set_html(w: Any, value: str) -> None:
+    """Assign only when it changed: an unchanged assignment would still cost a comm message."""
+    if w.value != value:
+        w.value = value

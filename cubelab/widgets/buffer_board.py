@@ -1,0 +1,124 @@
+"""BufferBoard: every buffer and its seed-001 state — clean, claimed, failed (with the root
+cause), skipped-from, repaired — plus out-of-bounds reports; select a buffer to see its history.
+
+Built only from buffer events (BufferCreated/Claimed/Released/Failed/Repaired, LaunchFailed,
+LaunchSkipped, OobReported) through `inspect.BufferStates`.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as W
+
+from cubelab.inspect.live import BUFFER_STATES, BuffersSnapshot, BufferStates
+from cubelab.inspect.views import table_css
+from cubelab.widgets._live import LiveView, UiThread, set_html
+from cubelab.widgets.cache_monitor import _client_of
+
+__all__ = ["BufferBoard"]
+
+
+class BufferBoard(LiveView):
+    css_class = "cubelab-buffer-board"
+
+    def __init__(self, client: Any = None, *, live: bool = True, ui: UiThread | None = None) -> None:
+        self.client = _client_of(client)
+        self.states = BufferStates(self.client.events)
+        super().__init__([self.states], live=live, ui=ui)
+        self.table = W.HTML()
+        self.table.add_class("cubelab-buffer-table")
+        self.picker = W.Select(options=[], rows=8, description="history",
+                               layout=W.Layout(width="16em"))
+        self.history = W.HTML()
+        self.history.add_class("cubelab-buffer-history")
+        self.selected: int | None = None
+        self.picker.observe(self._on_pick, names="value")
+        self._root = W.VBox([self.table, W.HBox([self.picker, self.history])])
+        self._root.add_class("cubelab-view")
+        self._root.add_class(self.css_class)
+        self._start()
+
+    @property
+    def widget(self) -> W.VBox:
+        return self._root
+
+    def select(self, handle_id: int | None) -> None:
+        """Show the history of one buffer (what clicking it in the list does)."""
+        with self._render_lock:
+            self.selected = handle_id
+            self.render()
+
+    def _on_pick(self, change: dict[str, Any]) -> None:
+        value = change.get("new")
+        if isinstance(value, int) and value != self.selected:
+            self.select(value)
+
+    def model(self) -> dict[int, dict[str, Any]]:
+        snap = self.states.snapshot()
+        return {b.handle_id: {"state": b.state, "kernel": b.kernel, "root_kernel": b.root_kernel,
+                              "error": b.error, "history": [h.state for h in b.history]}
+                for b in snap.buffers}
+
+    def render(self) -> None:
+        snap = self.states.snapshot()
+        options = [(f"#{b.handle_id} {b.state}", b.handle_id) for b in snap.buffers]
+        with self._root.hold_sync():
+            set_html(self.table, self._table_html(snap))
+            if list(self.picker.options) != options:
+                self.picker.options = options
+                if self.selected is not None and any(v == self.selected for _, v in options):
+                    self.picker.value = self.selected
+            set_html(self.history, self._history_html(snap))
+
+    def _history_html(self, snap: BuffersSnapshot) -> str:
+        if self.selected is None:
+            return '<div class="cubelab-code cl-muted">select a buffer to see its history</div>'
+        try:
+            b = snap.get(self.selected)
+        except KeyError:
+            return ""
+        rows = "".join(
+            f'<tr class="cl-state-{h.state}"><td>{h.state}</td><td>{html.escape(h.kernel)}</td>'
+            f"<td>{h.launch_seq or ''}</td><td>{html.escape(h.detail)}</td></tr>"
+            for h in b.history)
+        return (f'<div class="cubelab-code"><div class="cl-title">buffer #{b.handle_id}</div>'
+                '<table class="cl-table"><thead><tr><th>state</th><th>launch</th><th>#</th>'
+                f"<th>what happened</th></tr></thead><tbody>{rows}</tbody></table></div>")
+
+    @staticmethod
+    def _table_html(snap: BuffersSnapshot) -> str:
+        rows = []
+        for b in snap.buffers:
+            cause = ""
+            if b.state in ("failed", "skipped"):
+                cause = (f'<span class="cl-root-cause">root cause: <code>'
+                         f'{html.escape(b.root_kernel)}</code></span>'
+                         f"<div class='cl-muted'>{html.escape(b.error[:300])}</div>")
+            size = "" if b.size is None else f"{b.size} B"
+            rows.append(
+                f'<tr class="cl-buffer cl-state-{b.state}" data-buffer="{b.handle_id}" '
+                f'data-state="{b.state}" title="{html.escape(BUFFER_STATES.get(b.state, ""))}">'
+                f"<td>#{b.handle_id}</td><td>{size}</td><td class='cl-state'>{b.state}</td>"
+                f"<td>{html.escape(b.kernel)}</td><td>{cause}</td></tr>")
+        if not rows:
+            rows.append('<tr><td colspan="5" class="cl-muted">no buffers yet</td></tr>')
+        counts = snap.counts()
+        legend = " · ".join(f"{k}: {v}" for k, v in counts.items() if v)
+        oob = ""
+        if snap.oob:
+            orows = "".join(
+                f"<tr><td>{html.escape(o.kernel)}</td><td>{html.escape(o.buffer)}</td>"
+                f"<td>{o.index}</td><td>{o.length}</td><td>{o.unit}</td>"
+                f"<td>{'write' if o.write else 'read'}</td><td>{html.escape(o.loc)}</td></tr>"
+                for o in snap.oob[-20:])
+            oob = ('<div class="cl-title">out-of-bounds reports</div><table class="cl-table '
+                   'cl-oob"><thead><tr><th>kernel</th><th>buffer</th><th>index</th><th>len</th>'
+                   f"<th>unit</th><th>access</th><th>at</th></tr></thead><tbody>{orows}</tbody>"
+                   "</table>")
+        return (f'<div class="cubelab-code"><style>{table_css()}</style>'
+                f'<div class="cl-title">buffers</div><div class="cl-muted">{legend}</div>'
+                '<table class="cl-table"><thead><tr><th>buffer</th><th>size</th><th>state</th>'
+                f"<th>last launch</th><th>root cause</th></tr></thead><tbody>{''.join(rows)}"
+                f"</tbody></table>{oob}</div>")

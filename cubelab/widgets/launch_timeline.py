@@ -1,0 +1,98 @@
+"""LaunchTimeline: the last N launches as the seed draws them — two irreversible hops.
+
+Hop 1, calling thread: the gates (zero count, foreign handle, limits, profiling) and the hand-off.
+Hop 2, device thread: compile or cache hit, then skip (dry run, tainted input) or claim the write
+set, dispatch, and the outcome. The calling thread and the stream it queued on are shown (a
+launch uses its thread's stream unless pinned).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as W
+
+from cubelab.inspect.live import LaunchLog, LaunchRecord
+from cubelab.inspect.views import table_css
+from cubelab.widgets._live import LiveView, UiThread, set_html
+from cubelab.widgets.cache_monitor import _client_of
+
+__all__ = ["LaunchTimeline"]
+
+
+def _hop2(r: LaunchRecord) -> list[tuple[str, str]]:
+    steps: list[tuple[str, str]] = []
+    if r.cache == "hit":
+        steps.append(("hit", "cache hit"))
+    elif r.cache == "compile":
+        steps.append(("compile", f"compile {r.compile_s * 1e3:.1f} ms" if r.compile_s
+                      else "compile"))
+    elif r.cache == "compile-failed":
+        steps.append(("failed", "compile failed"))
+    if r.skipped:
+        steps.append(("skipped", f"skip: {r.skipped}"))
+    if r.claimed:
+        steps.append(("claimed", "scope: claim " + " ".join(f"#{h}" for h in r.claimed)))
+    if r.failed:
+        steps.append(("failed", r.failed[:120]))
+    elif r.dispatched_t:
+        steps.append(("clean", "dispatched"))
+    return steps
+
+
+class LaunchTimeline(LiveView):
+    css_class = "cubelab-launch-timeline"
+
+    def __init__(self, client: Any = None, *, last: int = 20, live: bool = True,
+                 ui: UiThread | None = None) -> None:
+        self.client = _client_of(client)
+        self.log = LaunchLog(self.client.events, keep=last)
+        super().__init__([self.log], live=live, ui=ui)
+        self.table = W.HTML()
+        self.table.add_class("cubelab-timeline-table")
+        self._root = W.VBox([self.table])
+        self._root.add_class("cubelab-view")
+        self._root.add_class(self.css_class)
+        self._start()
+
+    @property
+    def widget(self) -> W.VBox:
+        return self._root
+
+    def model(self) -> list[dict[str, Any]]:
+        return [{"seq": r.seq, "kernel": r.kernel, "status": r.status, "cache": r.cache,
+                 "gated": r.gated, "skipped": r.skipped, "thread": r.calling_thread,
+                 "stream": r.stream, "mode": r.mode,
+                 "device_thread": r.device_thread, "hop2": [s for s, _ in _hop2(r)]}
+                for r in self.log.snapshot()]
+
+    def render(self) -> None:
+        recs = self.log.snapshot()
+        longest = max((r.latency_s or 0.0 for r in recs), default=0.0) or 1.0
+        rows = []
+        for r in reversed(recs):
+            hop1 = (f'<span class="cl-state-failed">gated: {html.escape(r.gated)}</span>'
+                    if r.gated else "gates passed → handed off")
+            hop2 = " → ".join(f'<span class="cl-state-{k}">{html.escape(t)}</span>'
+                              for k, t in _hop2(r)) or '<span class="cl-muted">queued</span>'
+            lat = r.latency_s
+            bar = ""
+            if lat is not None:
+                width = max(2, int(120 * lat / longest))
+                bar = (f'<div style="background: var(--jp-brand-color2, #6aa8e8); height: 6px; '
+                       f'width: {width}px"></div>{lat * 1e3:.2f} ms')
+            rows.append(
+                f'<tr class="cl-launch" data-status="{r.status}"><td>{r.seq if r.seq > 0 else "—"}'
+                f"</td><td>{html.escape(r.kernel)}</td>"
+                f"<td>{html.escape(r.calling_thread)}"
+                f"{' / stream ' + html.escape(r.stream) if r.stream else ''}</td><td>{hop1}</td>"
+                f"<td>{html.escape(r.device_thread)}</td><td>{hop2}</td><td>{bar}</td></tr>")
+        if not rows:
+            rows.append('<tr><td colspan="7" class="cl-muted">no launches yet</td></tr>')
+        set_html(self.table,
+                 f'<div class="cubelab-code"><style>{table_css()}</style>'
+                 '<div class="cl-title">launches (newest first)</div><table class="cl-table">'
+                 "<thead><tr><th>#</th><th>kernel</th><th>calling thread / stream</th>"
+                 "<th>hop 1</th><th>device thread</th><th>hop 2</th><th>issue → dispatch</th>"
+                 f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")

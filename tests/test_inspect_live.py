@@ -1,0 +1,130 @@
+"""Ledgers: compiles/hits per KernelId, buffer states and the two hops — built only from events."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from cubelab import BufferArg, BufferFailure, CubeCount, CubeDim
+from cubelab import inspect as I
+from cubelab.prelude import f32
+from failing_kernels import broken, copy, fill
+from test_seed000_quiz import run_add
+
+
+def quiz(client):
+    client.clear_cache()
+    for checked, relu in [(True, False), (False, False), (True, True), (True, False)]:
+        run_add(client, checked, relu)
+
+
+def test_after_the_quiz_the_cache_ledger_holds_three_compiles_and_one_hit(client):
+    with I.CacheStats(client.events) as stats:
+        quiz(client)
+        snap = stats.snapshot()
+    assert (snap.total_compiles, snap.total_hits) == (3, 1)
+    assert [(r.compiles, r.hits) for r in snap.rows] == [(1, 1), (1, 0), (1, 0)]
+    assert "client.clear_cache()" in snap.cleared
+
+
+def test_the_why_column_diffs_each_new_id_against_the_nearest_earlier_one(client):
+    with I.CacheStats(client.events) as stats:
+        quiz(client)
+        why = [r.why for r in stats.snapshot().rows]
+    assert why == [("first compile of this kernel",),
+                   ("execution mode changed: Checked → Unchecked (launch vs launch_unchecked)",),
+                   ("`relu` changed: false → true",)]
+
+
+def test_resetting_a_ledger_forgets_the_counts(client):
+    with I.CacheStats(client.events) as stats:
+        quiz(client)
+        stats.reset()
+        assert stats.snapshot().total_compiles == 0
+
+
+def _buf(client, n=4):
+    return client.create_from_slice(f32.as_bytes(np.zeros(n, dtype=np.float32)))
+
+
+def test_a_successful_launch_leaves_its_output_clean(client):
+    with I.BufferStates(client.events) as states:
+        out = _buf(client)
+        fill.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(out, 4),
+                    2.0)
+        client.read_one(out)
+        b = states.snapshot().get(out.id)
+    assert b.state == "clean" and b.size == 16
+    assert b.history[0].state == "clean"
+
+
+def test_a_failed_launch_marks_its_output_failed_with_the_error(client):
+    with I.BufferStates(client.events) as states:
+        out = _buf(client)
+        broken.launch(client, CubeCount.Static(1), CubeDim.new_1d(4),
+                      BufferArg.from_raw_parts(out, 4))
+        with pytest.raises(BufferFailure):
+            client.read_one(out)
+        b = states.snapshot().get(out.id)
+    assert b.state == "failed" and b.root_kernel == "Broken"
+    assert "boom during expansion" in b.error
+
+
+def test_a_skipped_launchs_output_points_at_the_root_cause(client):
+    with I.BufferStates(client.events) as states:
+        x, out = _buf(client), _buf(client)
+        broken.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(x, 4))
+        copy.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(x, 4),
+                    BufferArg.from_raw_parts(out, 4))
+        with pytest.raises(BufferFailure):
+            client.read_one(out)
+        b = states.snapshot().get(out.id)
+    assert b.state == "skipped"
+    assert b.kernel == "Copy" and b.root_kernel == "Broken"
+    assert "boom during expansion" in b.error
+
+
+def test_relaunching_into_a_failed_buffer_repairs_it(client):
+    with I.BufferStates(client.events) as states:
+        out = _buf(client)
+        broken.launch(client, CubeCount.Static(1), CubeDim.new_1d(4),
+                      BufferArg.from_raw_parts(out, 4))
+        client.sync()
+        fill.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(out, 4),
+                    1.0)
+        client.read_one(out)
+        b = states.snapshot().get(out.id)
+    assert b.state == "repaired"
+    assert [h.state for h in b.history][-2:] != ["failed", "failed"]
+
+
+def test_the_launch_log_records_both_hops(client):
+    with I.LaunchLog(client.events) as log:
+        quiz(client)
+        recs = log.snapshot()
+    assert [r.cache for r in recs] == ["compile", "compile", "compile", "hit"]
+    assert all(r.calling_thread == threading.current_thread().name for r in recs)
+    assert all(r.device_thread and r.device_thread != r.calling_thread for r in recs)
+    assert all(r.status == "dispatched" for r in recs)
+
+
+def test_a_gated_launch_ends_on_the_calling_thread(client):
+    with I.LaunchLog(client.events) as log:
+        out = _buf(client)
+        fill.launch(client, CubeCount.Static(0, 1, 1), CubeDim.new_1d(4),
+                    BufferArg.from_raw_parts(out, 4), 1.0)
+        recs = log.snapshot()
+    assert len(recs) == 1 and recs[0].status == "gated" and "zero" in recs[0].gated
+    assert recs[0].device_thread == ""
+
+
+def test_ledgers_render_their_snapshots_for_notebook_and_terminal(client):
+    with I.CacheStats(client.events) as stats, I.BufferStates(client.events) as states, \
+            I.LaunchLog(client.events) as log:
+        quiz(client)
+        for ledger in (stats, states, log):
+            v = I.view(ledger)
+            assert v.text() and "cubelab-code" in v.html()
+        assert "3 compiles, 1 hits" in I.view(stats).text()

@@ -1,0 +1,190 @@
+"""Widgets' model state, without a browser (ipywidgets run on a dummy comm in plain pytest)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from cubelab import BufferArg, BufferFailure, CubeCount, CubeDim
+from cubelab.exercises import HOW_MANY_COMPILES, compile_count_exercise
+from cubelab.prelude import f32
+from cubelab.widgets import (BufferBoard, CacheMonitor, KernelInspector, LaunchTimeline, Quiz,
+                             UiThread, monitor)
+from failing_kernels import broken, copy
+from kernels import add, saxpy
+from test_inspect_live import quiz
+
+
+def test_after_the_quiz_the_cache_monitor_holds_three_compiles_and_one_hit(client):
+    cm = CacheMonitor(client, live=False)
+    quiz(client)
+    cm.refresh()
+    m = cm.model()
+    assert (m["total_compiles"], m["total_hits"]) == (3, 1)
+    assert [r["compiles"] for r in m["rows"]] == [1, 1, 1]
+    assert 'data-compiles="3"' in cm.total.value
+    assert "relu" in cm.table.value and "execution mode changed" in cm.table.value
+    cm.close()
+
+
+def test_the_reset_button_zeroes_the_cache_monitor(client):
+    cm = CacheMonitor(client, live=False)
+    quiz(client)
+    cm.reset_button.click()
+    assert cm.model()["total_compiles"] == 0
+    assert 'data-compiles="0"' in cm.total.value
+    cm.close()
+
+
+def _skip_chain(client):
+    x = client.create_from_slice(f32.as_bytes(np.zeros(4, dtype=np.float32)))
+    out = client.create_from_slice(f32.as_bytes(np.zeros(4, dtype=np.float32)))
+    broken.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(x, 4))
+    copy.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(x, 4),
+                BufferArg.from_raw_parts(out, 4))
+    with pytest.raises(BufferFailure):
+        client.read_one(out)
+    return x, out
+
+
+def test_the_buffer_board_shows_the_root_cause_on_a_skipped_launchs_output(client):
+    bb = BufferBoard(client, live=False)
+    x, out = _skip_chain(client)
+    bb.refresh()
+    m = bb.model()
+    assert m[x.id]["state"] == "failed" and m[x.id]["root_kernel"] == "Broken"
+    assert m[out.id]["state"] == "skipped" and m[out.id]["root_kernel"] == "Broken"
+    assert f'data-buffer="{out.id}" data-state="skipped"' in bb.table.value
+    assert "root cause: <code>Broken</code>" in bb.table.value
+    bb.close()
+
+
+def test_selecting_a_buffer_shows_its_history(client):
+    bb = BufferBoard(client, live=False)
+    _, out = _skip_chain(client)
+    bb.refresh()
+    assert (f"#{out.id} skipped", out.id) in bb.picker.options
+    bb.picker.value = out.id  # what a click in the list does
+    assert f"buffer #{out.id}" in bb.history.value
+    assert "skipped: input carried the failure of `Broken`" in bb.history.value
+    bb.close()
+
+
+def test_the_launch_timeline_shows_each_launchs_two_hops(client):
+    lt = LaunchTimeline(client, live=False)
+    quiz(client)
+    lt.refresh()
+    m = lt.model()
+    assert [r["cache"] for r in m] == ["compile", "compile", "compile", "hit"]
+    assert all(r["hop2"][-1] == "clean" for r in m)
+    assert m[0]["thread"] == threading.current_thread().name
+    assert 'data-status="dispatched"' in lt.table.value
+    lt.close()
+
+
+def test_the_kernel_inspector_previews_before_any_launch():
+    ki = KernelInspector(saxpy, live=False)
+    m = ki.model()
+    assert m["tabs"] == ["Source", "Expanded", "IR", "Passes", "WGSL", "MSL", "KernelIds"]
+    assert m["kernel_ids"][0].startswith("preview (not launched)")
+    assert "@compute" in ki.tab_html("WGSL")
+    assert ">expand<" in ki.tab_html("Expanded")  # the generated `def expand(...)`
+    assert "checked-io" in ki.tab_html("Passes")
+
+
+def test_the_kernel_inspector_lists_kernel_ids_as_they_compile(client):
+    ki = KernelInspector(add, client, live=False)
+    quiz(client)
+    ki.refresh()
+    compiled = [k for k in ki.kernel_ids if "compiled" in k]
+    assert len(compiled) == 3
+    assert ki.model()["selected"] == compiled[0]
+    ki.select(compiled[1])
+    assert "Unchecked" in ki.tab_html("KernelIds")
+    assert "execution mode changed" in ki.tab_html("KernelIds")
+    ki.close()
+
+
+def test_picking_a_kernel_line_highlights_what_it_became():
+    ki = KernelInspector(saxpy, live=False)
+    body = saxpy.first_line + 4  # y[ABSOLUTE_POS] = ...
+    ki.lines.value = body  # what choosing it in the dropdown does
+    hl = ki.model()["highlight"]
+    assert hl["ir"] and hl["wgsl"]
+    assert 'class="hll"' in ki.tab_html("WGSL") and 'class="hll"' in ki.tab_html("Source")
+    assert f"from kernel line {body}" in ki.tab_html("WGSL")
+
+
+def test_the_show_option_picks_the_inspector_tabs():
+    ki = KernelInspector(saxpy, show="expanded,ir,wgsl", live=False)
+    assert ki.model()["tabs"] == ["Expanded", "IR", "WGSL"]
+    with pytest.raises(ValueError):
+        KernelInspector(saxpy, show="ptx", live=False)
+
+
+def test_the_quiz_checks_an_answer_against_a_real_run(client):
+    q = Quiz(client=client)
+    v = q.check(3)
+    assert v.correct and v.report.compiles == 3 and v.report.hits == 1
+    assert "cl-quiz-compiles'>3<" in q.result.value
+    assert len(v.report.log) == 3 and "mode: Unchecked" in v.report.log[1]
+    wrong = HOW_MANY_COMPILES.check(4, client)
+    assert not wrong.correct and wrong.expected == 3
+
+
+def test_an_exercise_is_declared_in_a_few_lines(client):
+    from test_seed000_quiz import run_add
+
+    ex = compile_count_exercise(
+        "test-two-relus", "relu twice", "How many compiles?", "run_add(relu=True) twice",
+        [lambda c: run_add(c, True, True), lambda c: run_add(c, True, True)])
+    v = ex.check(1, client)
+    assert v.correct and v.report.hits == 1
+
+
+def test_live_views_redraw_on_the_ui_thread_not_the_launch_path(client):
+    ui = UiThread(hz=10, name="cubelab-ui-test")
+    cm = CacheMonitor(client, ui=ui)
+    painted_on: list[str] = []
+    original = cm.render
+
+    def spy() -> None:
+        painted_on.append(threading.current_thread().name)
+        original()
+
+    cm.render = spy  # type: ignore[method-assign]
+    quiz(client)
+    deadline = time.monotonic() + 10
+    while cm.model()["total_compiles"] != 3 or 'data-compiles="3"' not in cm.total.value:
+        assert time.monotonic() < deadline, "the UI thread never redrew"
+        time.sleep(0.02)
+    assert painted_on and set(painted_on) == {"cubelab-ui-test"}
+    cm.close()
+    ui.stop()
+
+
+def test_many_events_coalesce_into_few_redraws(client):
+    ui = UiThread(hz=10, name="cubelab-ui-coalesce")
+    cm = CacheMonitor(client, ui=ui)
+    for _ in range(3):
+        quiz(client)
+    client.sync()
+    events = cm.stats.version
+    deadline = time.monotonic() + 10
+    while 'data-compiles="9"' not in cm.total.value:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert ui.redraws < events
+    cm.close()
+    ui.stop()
+
+
+def test_monitor_bundles_the_cache_buffer_and_launch_views(client):
+    box = monitor(client, live=False)
+    kinds = [type(v).__name__ for v in box.views]
+    assert kinds == ["CacheMonitor", "BufferBoard", "LaunchTimeline"]
+    for v in box.views:
+        v.close()
