@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cubelab.compiler.base import CompiledSource
+from cubelab.compiler.msl import msl_or_comment
 from cubelab.errors import CaptureError, CubeError, DeviceFault, KernelSourceError, ResourceError
 from cubelab.ir.core import KernelDefinition
 from cubelab.ir.passes import CheckedIo, CheckedIoRule, PassManager
@@ -166,7 +167,12 @@ class Server:
         cap = self.captures.get(stream)
         if cap is not None:
             cap.refuse(f"allocation of {handle!r} (allocate before start_capture)")
-        self.create(handle, data)
+        try:
+            self.create(handle, data)
+        except Exception as exc:  # noqa: BLE001 - OOM, over the device's buffer limit, ...
+            self.take_async_errors()
+            raise ResourceError(f"cannot allocate {handle.size} bytes on {self.name}: "
+                                f"{type(exc).__name__}: {str(exc).strip()}") from None
 
     def read(self, handles: list[Handle], stream: int = 0) -> list[bytes]:
         self._refuse_in_capture(stream, "read")
@@ -252,8 +258,9 @@ class Server:
         """Turn generated source into something dispatchable (per backend)."""
 
     def extra_targets(self, definition: KernelDefinition) -> dict[str, str]:
-        """Other targets' source for the same definition (e.g. MSL, shown but not run)."""
-        return {}
+        """Other targets' source for the same definition: MSL, shown but not run. Never raises:
+        a kernel MSL cannot express gets a comment saying why, and its WGSL launch goes on."""
+        return {"msl": msl_or_comment(definition)}
 
     def check_limits(self, kernel_id: KernelId) -> None:
         """Refuse, as a compile failure, a kernel the device cannot run (units per cube)."""

@@ -1,0 +1,719 @@
+"""MSL code generation: the Metal source a student reads beside the seed's debug log.
+
+Contract: `compile_msl(kernel)` turns a `KernelDefinition` that has been through the passes into
+Metal Shading Language in the shape CubeCL's Metal compiler prints in seed 000 — the same entry
+name as the WGSL target, so the two views of one KernelId line up:
+
+    #include <metal_stdlib>
+    using namespace metal;
+    typedef unsigned int uint32_t; ...               (the fixed-width typedef prelude)
+    struct alignas(16) float_4 { float i_0; float i_1; float i_2; float i_3; };
+    struct info_st {
+        float scalars_f32[1];uint32_t static_meta[2];
+    };
+    [[max_total_threads_per_threadgroup(4)]] [[kernel]] void saxpy_f_f32_n_4_<hash8>(
+        device float_4 const* const v1 [[buffer(0)]], device float_4 * const v2 [[buffer(1)]],
+        constant info_st const* const v40, uint3 const threadgroups_per_grid_v41 [[...]], ...)
+
+Every SSA value is `T const vN = ...;`, a pointer into a buffer is
+`device float_4 const* const v18 = &v2[v88];`, and arithmetic on vectors is written one component
+at a time (`float const v42 = v0 * v41;` for `i_0` ... `i_3`, then `float_4{...}` only where a
+whole vector is needed), exactly as the seed's `v19.i_0 ... i_3` lines.
+
+Why a target that never runs here: seed 000 teaches through this text; the wgpu runtime runs the
+WGSL of the same IR. `tests/metal_shim/` lets `g++ -fsyntax-only` check every generated kernel for
+syntax and C++ types — not Metal semantics (address spaces, SIMD-group rules, what the Metal
+compiler would reject), see `docs/msl.md`.
+
+Traps:
+- one deliberate word of difference from the seed: the info reference is
+  `constant info_st const& info_vN = *vM;` (the seed omits `const`; Metal accepts both, and C++,
+  where `constant` is an empty macro, only the `const` form);
+- the info block's counts come from `compiler/info.py` (the layout the runtime packs), not from
+  CubeCL's padding (the seed prints `scalars_f32[2]` for one scalar);
+- Metal wants threadgroup arrays at kernel scope, so shared memory is declared at the top of the
+  body wherever the IR declared it;
+- fresh names (info pointer, builtin parameters, vector components) take ids after the kernel's
+  largest, so they never collide with IR values.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Callable
+
+from cubelab.compiler.base import CodegenError, CompiledSource
+from cubelab.compiler.info import info_layout
+from cubelab.ir.core import Block, KernelDefinition, Loc, Op, Value
+from cubelab.ir.types import Array, Atomic, Elem, Pointer, RuntimeArray, Ty
+
+_SCALAR = {Elem.F32: "float", Elem.I32: "int32_t", Elem.U32: "uint32_t", Elem.BOOL: "bool"}
+_ELEM_BYTES = {Elem.F32: 4, Elem.I32: 4, Elem.U32: 4, Elem.BOOL: 1}
+_SPACE = {"global": "device", "shared": "threadgroup", "function": "thread"}
+_BIN = {"arith.add": "+", "arith.sub": "-", "arith.mul": "*", "arith.div": "/",
+        "arith.bitand": "&", "arith.bitor": "|", "arith.bitxor": "^", "arith.shl": "<<",
+        "arith.shr": ">>"}
+_MATH2 = {"pow": "pow", "atan2": "atan2", "min": "min", "max": "max"}
+_RMW = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit",
+        "min": "atomic_fetch_min_explicit", "max": "atomic_fetch_max_explicit",
+        "and": "atomic_fetch_and_explicit", "or": "atomic_fetch_or_explicit",
+        "xor": "atomic_fetch_xor_explicit", "swap": "atomic_exchange_explicit"}
+_PLANE_REDUCE = {"sum": "simd_sum", "min": "simd_min", "max": "simd_max", "prod": "simd_product"}
+_PLANE_VOTE = {"all": "simd_all", "any": "simd_any"}
+_RELAXED = "memory_order_relaxed"
+_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+# IR builtin -> (Metal attribute, component or None for a scalar attribute)
+_BUILTINS: dict[str, tuple[str, int | None]] = {
+    "num_workgroups_x": ("threadgroups_per_grid", 0),
+    "num_workgroups_y": ("threadgroups_per_grid", 1),
+    "num_workgroups_z": ("threadgroups_per_grid", 2),
+    "local_invocation_index": ("thread_index_in_threadgroup", None),
+    "workgroup_id_x": ("threadgroup_position_in_grid", 0),
+    "workgroup_id_y": ("threadgroup_position_in_grid", 1),
+    "workgroup_id_z": ("threadgroup_position_in_grid", 2),
+    "local_invocation_id_x": ("thread_position_in_threadgroup", 0),
+    "local_invocation_id_y": ("thread_position_in_threadgroup", 1),
+    "local_invocation_id_z": ("thread_position_in_threadgroup", 2),
+    "global_invocation_id_x": ("thread_position_in_grid", 0),
+    "global_invocation_id_y": ("thread_position_in_grid", 1),
+    "global_invocation_id_z": ("thread_position_in_grid", 2),
+    "subgroup_size": ("threads_per_simdgroup", None),
+    "subgroup_invocation_id": ("thread_index_in_simdgroup", None),
+    "subgroup_id": ("simdgroup_index_in_threadgroup", None),
+}
+# Parameter order of the builtins: the seed's three first, in the seed's order.
+_BUILTIN_ORDER = (
+    "threadgroups_per_grid", "thread_index_in_threadgroup", "threadgroup_position_in_grid",
+    "thread_position_in_threadgroup", "thread_position_in_grid", "threads_per_simdgroup",
+    "thread_index_in_simdgroup", "simdgroup_index_in_threadgroup",
+)
+_SCALAR_BUILTINS = {"thread_index_in_threadgroup", "threads_per_simdgroup",
+                    "thread_index_in_simdgroup", "simdgroup_index_in_threadgroup"}
+# math.unary fn -> MSL function. WGSL's round is half-to-even, which is Metal's `rint`.
+_MATH = {
+    "abs": "abs", "sqrt": "sqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
+    "tan": "tan", "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint",
+    "trunc": "trunc", "exp2": "exp2", "log2": "log2", "rsqrt": "rsqrt", "erf": "cubelab_erf",
+    "sinh": "sinh", "cosh": "cosh", "asin": "asin", "acos": "acos", "atan": "atan",
+    "fract": "fract", "sign": "sign", "saturate": "saturate",
+}
+# Metal has no erf; like CubeCL, the kernel carries its own (Abramowitz & Stegun 7.1.26).
+_ERF_HELPER = """\
+inline float cubelab_erf(float x) {
+    float const s = x < 0.0f ? -1.0f : 1.0f;
+    float const a = fabs(x);
+    float const t = 1.0f / (1.0f + 0.3275911f * a);
+    float const y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t
+        - 0.284496736f) * t + 0.254829592f) * t * exp(-a * a);
+    return s * y;
+}"""
+
+
+def scalar_type(elem: Elem) -> str:
+    return _SCALAR[elem]
+
+
+def msl_type(ty: object) -> str:
+    """The MSL spelling of a value type: `float`, `uint32_t`, `float_4` (never `float4`)."""
+    if isinstance(ty, Ty):
+        base = _SCALAR[ty.elem]
+        return base if ty.width == 1 else f"{base}_{ty.width}"
+    if isinstance(ty, Atomic):
+        return f"atomic<{_SCALAR[ty.elem]}>"
+    raise CodegenError(f"no MSL value type for {ty}")
+
+
+def vector_struct(ty: Ty) -> str:
+    """`struct alignas(16) float_4 { float i_0; ... };` — the seed's stand-in for `float4`."""
+    base = _SCALAR[ty.elem]
+    size = _ELEM_BYTES[ty.elem] * ty.width
+    align = 1 << (size - 1).bit_length()
+    fields = " ".join(f"{base} i_{i};" for i in range(ty.width))
+    return f"struct alignas({align}) {base}_{ty.width} {{ {fields} }};"
+
+
+def msl_literal(value: object, elem: Elem) -> str:
+    if elem is Elem.BOOL:
+        return "true" if value else "false"
+    if elem is Elem.F32:
+        f = float(value)  # type: ignore[arg-type]
+        bits = struct.unpack("<I", struct.pack("<f", f))[0]
+        if math.isnan(f) or math.isinf(f):
+            return f"as_type<float>({bits}u)"
+        s = repr(struct.unpack("<f", struct.pack("<f", f))[0])
+        if "e" not in s and "." not in s:
+            s += ".0"
+        return f"{s}f"
+    iv = int(value)  # type: ignore[call-overload]
+    if elem is Elem.U32:
+        iv &= 0xFFFFFFFF
+        return str(iv) if iv < 2**31 else f"{iv}u"
+    return "(-2147483647 - 1)" if iv == -(2**31) else str(iv)
+
+
+def _walk_types(kernel: KernelDefinition) -> list[object]:
+    out: list[object] = [b.item for b in kernel.buffers]
+    for op in kernel.walk():
+        out += [v.type for v in op.results] + [v.type for v in op.operands]
+        for r in op.regions:
+            out += [a.type for a in r.args]
+    return out
+
+
+def _vector_types(kernel: KernelDefinition) -> list[Ty]:
+    """Every vector type the kernel uses, in order of first appearance."""
+    seen: dict[Ty, None] = {}
+
+    def visit(ty: object) -> None:
+        if isinstance(ty, Ty):
+            if ty.width > 1:
+                seen.setdefault(ty)
+        elif isinstance(ty, (Array, RuntimeArray)):
+            visit(ty.item)
+        elif isinstance(ty, Pointer):
+            visit(ty.pointee)
+
+    for ty in _walk_types(kernel):
+        visit(ty)
+    return list(seen)
+
+
+def _written_buffers(kernel: KernelDefinition) -> set[int]:
+    """Ids of buffer values the IR may write through. Only loads, lengths and indexing count as
+    reading; any other use of a derived pointer (a store, an atomic, an op added later) counts
+    as a write, so a buffer is `const` only when that is certain."""
+    root: dict[int, int] = {b.value.id: b.value.id for b in kernel.buffers}
+    written: set[int] = set()
+    for op in kernel.walk():
+        for i, v in enumerate(op.operands):
+            r = root.get(v.id)
+            if r is None:
+                continue
+            if op.name in ("memory.load", "buffer.len"):
+                continue
+            if op.name == "memory.index" and i == 0:
+                root[op.result.id] = r
+                continue
+            if op.name == "memory.index":
+                continue
+            written.add(r)
+    return {b.value.id for b in kernel.buffers if b.value.id in written and b.writable}
+
+
+@dataclass
+class _Scope:
+    """Names visible in one C++ block: extracted components and materialized whole vectors."""
+
+    names: dict[tuple[object, ...], str] = field(default_factory=dict)
+
+
+class _Emitter:
+    def __init__(self, kernel: KernelDefinition) -> None:
+        self.kernel = kernel
+        self.info = info_layout(kernel)
+        self.body: list[str] = []
+        self.body_map: dict[int, Loc] = {}
+        self.shared_decls: list[tuple[str, Loc | None]] = []
+        self.shared_zero: list[tuple[str, Array]] = []
+        self.helpers: dict[str, str] = {}
+        self.next_id = self._max_id(kernel) + 1
+        self.place: dict[int, str] = {}  # pointer value id -> lvalue (locals, shared arrays)
+        self.ptr_space: dict[int, tuple[str, bool]] = {}  # pointer id -> (space, const)
+        self.splat: dict[int, str] = {}  # vector id -> the scalar every component equals
+        self.comps: dict[int, list[str]] = {}  # vector id -> its component scalars
+        self.whole: set[int] = set()  # vectors defined as a whole (loads, arguments, ...)
+        self.scopes: list[_Scope] = [_Scope()]
+        self.builtins: dict[str, str] = {}  # Metal attribute -> parameter name
+        self.meta_index = {b.value.id: i for i, b in enumerate(kernel.buffers)}
+        self.tensor_index = {b.value.id: i for i, b in enumerate(kernel.tensors())}
+        written = _written_buffers(kernel)
+        for b in kernel.buffers:
+            self.ptr_space[b.value.id] = ("device", b.value.id not in written)
+        self.const_buffers = {b.value.id for b in kernel.buffers if b.value.id not in written}
+        self.info_ptr = self.fresh()
+        self.info_ref = f"info_{self.fresh()}"
+        self.dyn_meta = f"dynamic_meta_{self.fresh()}"
+        self.loc: Loc | None = None
+        self.lower: dict[str, Callable[[Op], None]] = {
+            name: getattr(self, "op_" + name.replace(".", "_")) for name in MSL_OPS
+        }
+
+    # -- names and lines ----------------------------------------------------------------------
+    @staticmethod
+    def _max_id(kernel: KernelDefinition) -> int:
+        top = -1
+        for b in kernel.buffers:
+            top = max(top, b.value.id)
+        for op in kernel.walk():
+            for v in [*op.results, *op.operands]:
+                top = max(top, v.id)
+            for r in op.regions:
+                for a in r.args:
+                    top = max(top, a.id)
+        return top
+
+    def fresh(self) -> str:
+        name = f"v{self.next_id}"
+        self.next_id += 1
+        return name
+
+    def line(self, text: str) -> None:
+        self.body.append(text)
+        if self.loc is not None:
+            self.body_map[len(self.body)] = self.loc
+
+    def define(self, ty: object, name: str, expr: str) -> None:
+        self.line(f"{msl_type(ty)} const {name} = {expr};")
+
+    def let(self, op: Op, expr: str) -> None:
+        r = op.result
+        self.define(r.type, r.name, expr)
+        self.whole.add(r.id)
+
+    def lookup(self, key: tuple[object, ...]) -> str | None:
+        for s in reversed(self.scopes):
+            if key in s.names:
+                return s.names[key]
+        return None
+
+    def builtin(self, attr: str) -> str:
+        if attr not in self.builtins:
+            self.builtins[attr] = f"{attr}_{self.fresh()}"
+        return self.builtins[attr]
+
+    # -- vectors, one component at a time -----------------------------------------------------
+    def component(self, v: Value, i: int) -> str:
+        """The scalar name of component `i` of `v` (a scalar is its own every component)."""
+        ty = v.type
+        if not isinstance(ty, Ty) or ty.width == 1:
+            return v.name
+        if v.id in self.splat:
+            return self.splat[v.id]
+        if v.id in self.comps:
+            return self.comps[v.id][i]
+        key = ("comp", v.id, i)
+        name = self.lookup(key)
+        if name is None:
+            name = self.fresh()
+            self.define(Ty(ty.elem), name, f"{self.value(v)}.i_{i}")
+            self.scopes[-1].names[key] = name
+        return name
+
+    def value(self, v: Value) -> str:
+        """`v` as a whole value; builds `float_4{...}` here if it only exists as components."""
+        if v.id in self.whole or not isinstance(v.type, Ty) or v.type.width == 1:
+            return v.name
+        key = ("whole", v.id)
+        name = self.lookup(key)
+        if name is None:
+            parts = (self.splat[v.id],) * v.type.width if v.id in self.splat else self.comps[v.id]
+            self.define(v.type, v.name, f"{msl_type(v.type)}{{{', '.join(parts)}}}")
+            self.scopes[-1].names[key] = v.name
+            name = v.name
+        return name
+
+    def elementwise(self, op: Op, scalar: Callable[[list[str]], str]) -> None:
+        """`op` applied per component (the seed's `v19.i_0 ... i_3` lines) or directly."""
+        r = op.result
+        assert isinstance(r.type, Ty)
+        if r.type.width == 1:
+            self.let(op, scalar([self.value(v) for v in op.operands]))
+            return
+        names = []
+        for i in range(r.type.width):
+            args = [self.component(v, i) for v in op.operands]
+            name = self.fresh()
+            self.define(Ty(r.type.elem), name, scalar(args))
+            names.append(name)
+        self.comps[r.id] = names
+
+    # -- pointers -----------------------------------------------------------------------------
+    def deref(self, ptr: Value) -> str:
+        return self.place[ptr.id] if ptr.id in self.place else f"*{ptr.name}"
+
+    def address(self, ptr: Value) -> str:
+        return f"&{self.place[ptr.id]}" if ptr.id in self.place else ptr.name
+
+    def pointer_type(self, space: str, pointee: object, const: bool) -> str:
+        return f"{space} {msl_type(pointee)} {'const' if const else ''}* const"
+
+    # -- blocks -------------------------------------------------------------------------------
+    def block(self, block: Block) -> None:
+        self.scopes.append(_Scope())
+        try:
+            for op in block.ops:
+                self.op(op)
+        finally:
+            self.scopes.pop()
+
+    def op(self, op: Op) -> None:
+        self.loc = op.loc
+        lower = self.lower.get(op.name)
+        if lower is None:
+            raise CodegenError(f"the MSL target does not implement op {op.name!r}")
+        lower(op)
+
+    # -- one method per op --------------------------------------------------------------------
+    def op_arith_constant(self, op: Op) -> None:
+        ty = op.result.type
+        assert isinstance(ty, Ty)
+        lit = msl_literal(op.attrs["value"], ty.elem)
+        if ty.width == 1:
+            self.let(op, lit)
+        else:
+            self.splat[op.result.id] = lit
+
+    def _binary(self, op: Op) -> None:
+        sym = _BIN[op.name]
+        self.elementwise(op, lambda a: f"{a[0]} {sym} {a[1]}")
+
+    op_arith_add = op_arith_sub = op_arith_mul = op_arith_div = _binary
+    op_arith_bitand = op_arith_bitor = op_arith_bitxor = op_arith_shl = op_arith_shr = _binary
+
+    def op_arith_bitnot(self, op: Op) -> None:
+        self.elementwise(op, lambda a: f"~{a[0]}")
+
+    def op_arith_select(self, op: Op) -> None:
+        # A scalar condition picks whole vectors; per component it picks the same side each time.
+        self.elementwise(op, lambda a: f"{a[0]} ? {a[1]} : {a[2]}")
+
+    def op_arith_rem(self, op: Op) -> None:
+        ty = op.result.type
+        assert isinstance(ty, Ty)
+        if ty.elem.is_float:  # WGSL's float % truncates, as Metal's fmod does
+            self.elementwise(op, lambda a: f"fmod({a[0]}, {a[1]})")
+        else:
+            self.elementwise(op, lambda a: f"{a[0]} % {a[1]}")
+
+    def op_arith_min(self, op: Op) -> None:
+        self.elementwise(op, lambda a: f"min({a[0]}, {a[1]})")
+
+    def op_arith_max(self, op: Op) -> None:
+        self.elementwise(op, lambda a: f"max({a[0]}, {a[1]})")
+
+    def op_arith_cmp(self, op: Op) -> None:
+        sym = _CMP[op.attrs["pred"]]
+        self.elementwise(op, lambda a: f"{a[0]} {sym} {a[1]}")
+
+    def op_arith_and(self, op: Op) -> None:
+        self.elementwise(op, lambda a: f"{a[0]} && {a[1]}")
+
+    def op_arith_or(self, op: Op) -> None:
+        self.elementwise(op, lambda a: f"{a[0]} || {a[1]}")
+
+    def op_arith_not(self, op: Op) -> None:
+        self.elementwise(op, lambda a: f"!{a[0]}")
+
+    def op_arith_neg(self, op: Op) -> None:
+        self.elementwise(op, lambda a: f"-{a[0]}")
+
+    def op_arith_cast(self, op: Op) -> None:
+        ty = op.result.type
+        assert isinstance(ty, Ty)
+        target = _SCALAR[ty.elem]
+        self.elementwise(op, lambda a: f"{target}({a[0]})")
+
+    def op_math_unary(self, op: Op) -> None:
+        fn = op.attrs["fn"]
+        name = _MATH.get(fn)
+        if name is None:
+            raise CodegenError(f"math function {fn!r} has no MSL lowering")
+        if name == "cubelab_erf":
+            self.helpers["cubelab_erf"] = _ERF_HELPER
+        self.elementwise(op, lambda a: f"{name}({a[0]})")
+
+    def op_math_binary(self, op: Op) -> None:
+        fn = op.attrs["fn"]
+        name = _MATH2.get(fn)
+        if name is None:
+            raise CodegenError(f"math function {fn!r} has no MSL lowering")
+        self.elementwise(op, lambda a: f"{name}({a[0]}, {a[1]})")
+
+    def op_math_fma(self, op: Op) -> None:
+        self.elementwise(op, lambda a: f"fma({a[0]}, {a[1]}, {a[2]})")
+
+    def op_vector_extract(self, op: Op) -> None:
+        self.let(op, self.component(op.operands[0], int(op.attrs["index"])))
+
+    def op_vector_splat(self, op: Op) -> None:
+        self.splat[op.result.id] = self.value(op.operands[0])
+
+    def op_builtin_read(self, op: Op) -> None:
+        name = op.attrs["name"]
+        if name not in _BUILTINS:
+            raise CodegenError(f"builtin {name!r} has no MSL attribute")
+        attr, index = _BUILTINS[name]
+        param = self.builtin(attr)
+        self.let(op, f"uint32_t({param})" if index is None else f"{param}[{index}]")
+
+    def op_info_scalar(self, op: Op) -> None:
+        elem, idx = op.attrs["elem"], op.attrs["index"]
+        expr = f"{self.info_ref}.scalars_{elem}[{idx}]"
+        self.let(op, f"{expr} != 0" if elem == "bool" else expr)
+
+    def op_buffer_len(self, op: Op) -> None:
+        base = op.operands[0]
+        if base.id not in self.meta_index:
+            raise CodegenError("buffer.len on a value that is not a buffer argument")
+        self.let(op, f"{self.info_ref}.static_meta[{self.meta_index[base.id]}]")
+
+    def _tensor_meta_at(self, op: Op) -> int:
+        base = op.operands[0]
+        if base.id not in self.tensor_index:
+            raise CodegenError(f"{op.name} on a value that is not a tensor argument")
+        return len(self.kernel.buffers) + 2 * self.tensor_index[base.id]
+
+    def op_tensor_rank(self, op: Op) -> None:
+        self.let(op, f"{self.info_ref}.static_meta[{self._tensor_meta_at(op)}]")
+
+    def op_tensor_shape(self, op: Op) -> None:
+        at = self._tensor_meta_at(op)
+        axis = self.value(op.operands[1])
+        self.let(op, f"{self.dyn_meta}[{self.info_ref}.static_meta[{at + 1}] + {axis}]")
+
+    def op_tensor_stride(self, op: Op) -> None:
+        at = self._tensor_meta_at(op)
+        axis = self.value(op.operands[1])
+        self.let(op, f"{self.dyn_meta}[{self.info_ref}.static_meta[{at + 1}] + "
+                     f"{self.info_ref}.static_meta[{at}] + {axis}]")
+
+    def op_memory_index(self, op: Op) -> None:
+        base, index = op.operands
+        r = op.result
+        assert isinstance(r.type, Pointer)
+        if base.id in self.ptr_space:
+            space, const = self.ptr_space[base.id]
+        else:
+            space, const = _SPACE[r.type.space], False
+        target = self.place.get(base.id, base.name)
+        ptr_ty = self.pointer_type(space, r.type.pointee, const)
+        self.line(f"{ptr_ty} {r.name} = &{target}[{self.value(index)}];")
+        self.ptr_space[r.id] = (space, const)
+
+    def op_memory_load(self, op: Op) -> None:
+        self.let(op, self.deref(op.operands[0]))
+
+    def op_memory_store(self, op: Op) -> None:
+        ptr, value = op.operands
+        self.line(f"{self.deref(ptr)} = {self.value(value)};")
+
+    def op_var_declare(self, op: Op) -> None:
+        r = op.result
+        assert isinstance(r.type, Pointer)
+        pointee = r.type.pointee
+        name = f"l{r.id}"
+        # Zero-initialised, as WGSL's `var` is: the two targets of one IR must agree.
+        if isinstance(pointee, Array):
+            self.line(f"{msl_type(pointee.item)} {name}[{pointee.length}] = {{}};")
+        else:
+            self.line(f"{msl_type(pointee)} {name} = {{}};")
+        self.place[r.id] = name
+        self.ptr_space[r.id] = ("thread", False)
+
+    def op_shared_declare(self, op: Op) -> None:
+        r = op.result
+        assert isinstance(r.type, Pointer) and isinstance(r.type.pointee, Array)
+        arr = r.type.pointee
+        name = f"s{r.id}"
+        label = op.attrs.get("name", "")
+        self.shared_decls.append(
+            (f"threadgroup {msl_type(arr.item)} {name}[{arr.length}];"
+             + (f" // {label}" if label else ""), op.loc))
+        self.shared_zero.append((name, arr))
+        self.place[r.id] = name
+        self.ptr_space[r.id] = ("threadgroup", False)
+
+    def op_sync_cube(self, op: Op) -> None:
+        self.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
+
+    def op_sync_storage(self, op: Op) -> None:
+        self.line("threadgroup_barrier(mem_flags::mem_device);")
+
+    def op_atomic_load(self, op: Op) -> None:
+        self.let(op, f"atomic_load_explicit({self.address(op.operands[0])}, {_RELAXED})")
+
+    def op_atomic_store(self, op: Op) -> None:
+        ptr, value = op.operands
+        self.line(f"atomic_store_explicit({self.address(ptr)}, {self.value(value)}, {_RELAXED});")
+
+    def op_atomic_rmw(self, op: Op) -> None:
+        ptr, value = op.operands
+        fn = _RMW[op.attrs["kind"]]
+        self.let(op, f"{fn}({self.address(ptr)}, {self.value(value)}, {_RELAXED})")
+
+    def op_atomic_cas(self, op: Op) -> None:
+        # Metal writes the old value into `expected` when the exchange fails and leaves it
+        # (equal to the old value) when it succeeds: either way it ends up holding the old value.
+        ptr, cmp, new = op.operands
+        expected = self.fresh()
+        ty = msl_type(op.result.type)
+        self.line(f"{ty} {expected} = {self.value(cmp)};")
+        self.line(f"atomic_compare_exchange_weak_explicit({self.address(ptr)}, &{expected}, "
+                  f"{self.value(new)}, {_RELAXED}, {_RELAXED});")
+        self.let(op, expected)
+
+    def op_plane_reduce(self, op: Op) -> None:
+        fn = _PLANE_REDUCE[op.attrs["kind"]]
+        self.elementwise(op, lambda a: f"{fn}({a[0]})")
+
+    def op_plane_vote(self, op: Op) -> None:
+        fn = _PLANE_VOTE[op.attrs["kind"]]
+        self.elementwise(op, lambda a: f"{fn}({a[0]})")
+
+    def op_plane_broadcast(self, op: Op) -> None:
+        self.elementwise(op, lambda a: f"simd_shuffle({a[0]}, ushort({a[1]}))")
+
+    def op_plane_elect(self, op: Op) -> None:
+        self.let(op, "simd_is_first()")
+
+    def op_scf_if(self, op: Op) -> None:
+        self.line(f"if({self.value(op.operands[0])}) {{")
+        self.block(op.regions[0])
+        if len(op.regions) > 1 and op.regions[1].ops:
+            self.loc = None
+            self.line("} else {")
+            self.block(op.regions[1])
+        self.loc = None
+        self.line("}")
+
+    def op_scf_for(self, op: Op) -> None:
+        start, end, step = (self.value(v) for v in op.operands)
+        (body,) = op.regions
+        (iv,) = body.args
+        ty = msl_type(iv.type)
+        n = iv.name
+        self.line(f"for({ty} {n} = {start}; {n} < {end}; {n} += {step}) {{")
+        self.block(body)
+        self.loc = None
+        self.line("}")
+
+    def op_scf_while(self, op: Op) -> None:
+        cond, body = op.regions
+        self.line("while(true) {")
+        # One C++ scope for both regions: the body may use what the condition computed.
+        self.scopes.append(_Scope())
+        try:
+            for inner in [*cond.ops, *body.ops]:
+                self.op(inner)
+        finally:
+            self.scopes.pop()
+        self.loc = None
+        self.line("}")
+
+    def op_scf_condition(self, op: Op) -> None:
+        self.line(f"if(!{self.value(op.operands[0])}) {{ break; }}")
+
+
+# The ops this target lowers; `tests/test_msl.py` checks it covers `ir.core.OPS`.
+MSL_OPS: tuple[str, ...] = (
+    "arith.constant", "arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem",
+    "arith.min", "arith.max", "arith.cmp", "arith.and", "arith.or", "arith.not", "arith.neg",
+    "arith.cast", "arith.select", "arith.bitand", "arith.bitor", "arith.bitxor", "arith.bitnot",
+    "arith.shl", "arith.shr", "math.unary", "math.binary", "math.fma", "vector.splat",
+    "vector.extract", "builtin.read", "info.scalar", "buffer.len", "tensor.rank",
+    "tensor.shape", "tensor.stride", "memory.index", "memory.load", "memory.store",
+    "var.declare", "shared.declare", "sync.cube", "sync.storage", "atomic.load", "atomic.store",
+    "atomic.rmw", "atomic.cas", "plane.reduce", "plane.vote", "plane.broadcast", "plane.elect",
+    "scf.if", "scf.for", "scf.while", "scf.condition",
+)
+
+_TYPEDEFS = (
+    "typedef unsigned int uint32_t;",
+    "typedef unsigned char uint8_t;",
+    "typedef unsigned short uint16_t;",
+    "typedef unsigned long int uint64_t;",
+    "typedef signed char int8_t;",
+    "typedef signed short int16_t;",
+    "typedef signed int int32_t;",
+    "typedef signed long int int64_t;",
+)
+
+
+def compile_msl(kernel: KernelDefinition) -> CompiledSource:
+    """MSL for `kernel` (already through the passes). Reads the IR; never changes it."""
+    e = _Emitter(kernel)
+    e.block(kernel.body)
+    e.loc = None
+    e.line("return;")
+    prologue = _shared_prologue(e, kernel)
+
+    head = ["#include <metal_stdlib>", "using namespace metal;", *_TYPEDEFS]
+    head += [vector_struct(t) for t in _vector_types(kernel)]
+    head += [*e.helpers.values(), "", "struct info_st {"]
+    scalars, static = [], ""
+    for f in e.info.fields:
+        elem = "uint32_t" if f.elem == "bool" else _SCALAR[Elem(f.elem)]
+        if f.name.startswith("scalars_"):
+            scalars.append(f"{elem} {f.name}[{f.count}];")
+        elif f.name == "static_meta":
+            static = f"{elem} {f.name}[{f.count}];"
+        # dynamic_meta is not a member: it follows the struct (`dynamic_meta_vN` below)
+    head.append("    " + "\n    ".join(scalars) + static)  # the seed's one-line join
+    head.append("};")
+
+    params = []
+    for b in kernel.buffers:
+        const = b.value.id in e.const_buffers
+        params.append(f"{e.pointer_type('device', b.item, const)} {b.value.name} "
+                      f"[[buffer({b.index})]]")
+    params.append(f"constant info_st const* const {e.info_ptr}")
+    for attr in sorted(e.builtins, key=_BUILTIN_ORDER.index):
+        ty = "uint32_t" if attr in _SCALAR_BUILTINS else "uint3"
+        params.append(f"{ty} const {e.builtins[attr]} [[{attr}]]")
+    x, y, z = kernel.cube_dim
+    head.append(f"[[max_total_threads_per_threadgroup({x * y * z})]] [[kernel]] void "
+                f"{kernel.entry}({', '.join(params)}) {{")
+    head.append(f"constant uint32_t const* const {e.dyn_meta} = "
+                f"reinterpret_cast<constant uint32_t const*>({e.info_ptr} + 1);")
+    head.append(f"constant info_st const& {e.info_ref} = *{e.info_ptr};")
+
+    line_map: dict[int, Loc] = {}
+    for decl, loc in e.shared_decls:
+        head.append(decl)
+        if loc is not None:
+            line_map[len(head)] = loc
+    head += prologue
+    lines = head + e.body + ["}"]
+    line_map.update({n + len(head): loc for n, loc in e.body_map.items()})
+    return CompiledSource("msl", kernel.entry, "\n".join(lines) + "\n", e.info, line_map)
+
+
+def _shared_prologue(e: _Emitter, kernel: KernelDefinition) -> list[str]:
+    """Zero the threadgroup arrays, then a barrier: the IR promises shared memory starts at zero
+    (WGSL guarantees it), while Metal's threadgroup memory starts undefined."""
+    if not e.shared_zero:
+        return []
+    x, y, z = kernel.cube_dim
+    unit = e.builtin("thread_index_in_threadgroup")
+    out = ["// Metal's threadgroup memory starts undefined; the IR's (as WGSL's) starts at zero."]
+    for name, arr in e.shared_zero:
+        i = e.fresh()
+        out.append(f"for(uint32_t {i} = uint32_t({unit}); {i} < {arr.length}; "
+                   f"{i} += {x * y * z}) {{")
+        if isinstance(arr.item, Atomic):
+            zero = f"{_SCALAR[arr.item.elem]}(0)"
+            out.append(f"atomic_store_explicit(&{name}[{i}], {zero}, {_RELAXED});")
+        else:
+            out.append(f"{name}[{i}] = {{}};")
+        out.append("}")
+    out.append("threadgroup_barrier(mem_flags::mem_threadgroup);")
+    return out
+
+
+def msl_or_comment(kernel: KernelDefinition) -> str:
+    """MSL for the views, or a comment saying why there is none: a kernel this target cannot
+    express must never fail the WGSL launch it rides along with."""
+    try:
+        return compile_msl(kernel).source
+    except Exception as exc:  # noqa: BLE001 - reported in the text, never raised
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"// MSL code generation failed for `{kernel.entry}`: {type(exc).__name__}: {first}\n"
+
+
+class MslTarget:
+    name = "msl"
+
+    def compile(self, kernel: KernelDefinition) -> CompiledSource:
+        return compile_msl(kernel)
