@@ -24,6 +24,14 @@ from cubelab.runtime.kernel import CubeCount, CubeDim, ExecutionMode, KernelId
 
 __version__ = "0.1.0"
 
+
+def load_ipython_extension(ipython):  # type: ignore[no-untyped-def]
+    """`%load_ext cubelab`: registers `%%cube` and `%cubelab` (IPython is imported only here)."""
+    from cubelab.magic import load
+
+    load(ipython)
+
+
 __all__ = [
     "BufferFailure", "CompileError", "CubeError", "DeviceError", "KernelSourceError",
     "LaunchError", "cube", "Device", "BufferArg", "Handle", "ScalarArg", "CubeCount", "CubeDim",

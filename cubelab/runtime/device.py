@@ -47,12 +47,24 @@ class Device:
         self.id = next(_ids)
         self.bus = EventBus()
         self.debug_log = DebugLog.from_env()
+        self._debug_unsub: Callable[[], None] | None = None
         if self.debug_log is not None:
-            self.bus.subscribe(self.debug_log)
+            self._debug_unsub = self.bus.subscribe(self.debug_log)
         self.runner = Runner(f"cubelab-{kind}-{self.id}", on_idle=self._on_idle)
         factory = _server_factories[kind]
         self.server = self.runner.call(factory, self.bus)
         self._client: Any = None
+
+    def set_debug_log(self, dest: str | None, target: str = "wgsl") -> None:
+        """Turn the debug log on (`dest`: "stdout", "stderr" or a file path) or off (None) at
+        run time — `%cubelab log on|off|msl` uses it. As with CUBELAB_DEBUG_LOG, every launch is
+        blocking and timed while it is on."""
+        if self._debug_unsub is not None:
+            self._debug_unsub()
+            self._debug_unsub = None
+        self.debug_log = DebugLog(dest, target) if dest else None
+        if self.debug_log is not None:
+            self._debug_unsub = self.bus.subscribe(self.debug_log)
 
     def _on_idle(self) -> None:
         server = getattr(self, "server", None)

@@ -1,0 +1,222 @@
+"""IPython magics: `%%cube` defines kernels in a cell and shows an inspector; `%cubelab` drives
+the session (log, monitor, reset, device).
+
+    %load_ext cubelab
+    %%cube [--show expanded,ir,wgsl,msl] [--no-display]
+    %cubelab log on|off|msl       the seed's debug log (launches become blocking while on)
+    %cubelab monitor              CacheMonitor + BufferBoard + LaunchTimeline for this session
+    %cubelab reset                zero the open monitors and clear the pipeline cache
+    %cubelab device cpu|wgpu      which runtime Device.default() (and these magics) use
+
+`%%cube` registers the cell's text with IPython's compile cache before running it, so
+`inspect.getsource` finds the kernels (cubelab's expansion needs their source) and errors point
+at cell lines with a caret. The body is compiled as `"\\n" + cell`, so line N of the code is line
+N of the cell (line 1 is `%%cube`); it is never passed through `transform_cell`, which would
+strip leading blank lines and shift every line number. Errors from a cell show only the cell's
+frames (`_render_traceback_`), not the magic's machinery.
+
+IPython is imported here and only here (through `load_ipython_extension` in `cubelab`).
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+import weakref
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from cubelab.errors import CubeError
+from cubelab.frontend.kernel import CubeFunction
+
+__all__ = ["CubelabMagics", "CellError", "load"]
+
+
+class CellError(Exception):
+    """An error raised by a `%%cube` cell, shown as the cell's lines only (no magic frames)."""
+
+    def __init__(self, original: BaseException, lines: list[str]) -> None:
+        self.original = original
+        self.lines = lines
+        super().__init__("\n".join(lines))
+
+    def _render_traceback_(self) -> list[str]:
+        return self.lines
+
+
+def _cell_frames_only(exc: BaseException, filename: str, label: str) -> list[str]:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename != filename:
+        tb = tb.tb_next
+    lines: list[str] = []
+    if tb is not None:
+        lines += "".join(traceback.format_tb(tb)).replace(f'File "{filename}"', label).splitlines()
+    message = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
+    lines += message.replace(filename, label).splitlines()
+    return lines
+
+
+class _Session:
+    """What the magics remember: open monitors (for reset)."""
+
+    def __init__(self) -> None:
+        self.views: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+    def client(self) -> Any:
+        from cubelab.runtime.device import Device
+
+        return Device.default().client()
+
+
+@magics_class
+class CubelabMagics(Magics):
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.session = _Session()
+
+    # -- %%cube -------------------------------------------------------------------------------
+    @magic_arguments()
+    @argument("--show", default=None,
+              help="inspector tabs, comma separated: source,expanded,ir,passes,wgsl,msl,ids")
+    @argument("--no-display", action="store_true", help="define the kernels, show nothing")
+    @cell_magic
+    def cube(self, line: str, cell: str) -> Any:
+        """Define the @cube functions in this cell and show an inspector for each kernel."""
+        args = parse_argstring(self.cube, line)
+        if args.show is not None:
+            from cubelab.widgets.kernel_inspector import _normalize_show
+
+            try:
+                _normalize_show(args.show)
+            except ValueError as exc:
+                raise UsageError(str(exc)) from None
+        shell = self.shell
+        n = shell.execution_count
+        header = f"%%cube {line}".rstrip()
+        filename = shell.compile.cache(f"{header}\n{cell}", n)
+        label = f"Cell In[{n}]"
+        ns = shell.user_ns
+        before = {k: id(v) for k, v in ns.items()}
+        try:
+            code = compile("\n" + cell, filename, "exec")
+            exec(code, ns)  # noqa: S102 - the user's own cell
+        except BaseException as exc:  # noqa: BLE001 - re-shown as the cell's lines
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            raise CellError(exc, self._format(exc, filename, label)) from None
+        found = [v for k, v in ns.items()
+                 if isinstance(v, CubeFunction) and before.get(k) != id(v)
+                 and v.file == filename]
+        if args.no_display or not found:
+            return None
+        return self._inspectors(found, args.show)
+
+    @staticmethod
+    def _format(exc: BaseException, filename: str, label: str) -> list[str]:
+        if isinstance(exc, CubeError):
+            text = str(exc).replace(f"{filename}:", f"{label}, line ")
+            return [f"{type(exc).__name__}: {text}"]
+        if isinstance(exc, SyntaxError) and exc.filename == filename:
+            exc.filename = label
+            return traceback.format_exception_only(type(exc), exc)[-4:]
+        return _cell_frames_only(exc, filename, label)
+
+    def _inspectors(self, kernels: list[CubeFunction], show: str | None) -> Any:
+        from cubelab.widgets import KernelInspector
+
+        client = self.session.client() if any(k.is_kernel for k in kernels) else None
+        views = [KernelInspector(k, client, show=show) for k in kernels]
+        if len(views) == 1:
+            return views[0]
+        return _Many(views)
+
+    # -- %cubelab -----------------------------------------------------------------------------
+    @line_magic
+    def cubelab(self, line: str) -> Any:
+        """%cubelab log on|off|msl · monitor · reset · device cpu|wgpu · status"""
+        words = line.split()
+        if not words or words[0] == "status":
+            return self._status()
+        cmd, rest = words[0], words[1:]
+        if cmd == "log":
+            return self._log(rest)
+        if cmd == "monitor":
+            from cubelab.widgets import monitor
+
+            box = monitor(self.session.client())
+            for v in box.views:
+                self.session.views.add(v)
+            return box
+        if cmd == "reset":
+            client = self.session.client()
+            client.clear_cache()
+            n = 0
+            for v in list(self.session.views):
+                for ledger in v._ledgers:
+                    ledger.reset()
+                n += 1
+            print(f"cubelab: pipeline cache cleared on {client.name()}; {n} open view(s) reset")
+            return None
+        if cmd == "device":
+            return self._device(rest)
+        raise UsageError(f"unknown %cubelab command {cmd!r}; use log on|off|msl, monitor, reset, "
+                         "device cpu|wgpu, status")
+
+    def _status(self) -> None:
+        from cubelab.runtime.device import Device
+
+        dev = Device.default()
+        log = dev.debug_log
+        state = "off" if log is None else f"on ({log.target} → {log.dest})"
+        print(f"cubelab: device {dev.kind} ({dev.client().name()}), debug log {state}")
+
+    def _log(self, rest: list[str]) -> None:
+        from cubelab.runtime.device import Device
+
+        if len(rest) != 1 or rest[0] not in ("on", "off", "msl", "wgsl"):
+            raise UsageError("usage: %cubelab log on|off|msl")
+        dev = Device.default()
+        mode = rest[0]
+        if mode == "off":
+            dev.set_debug_log(None)
+            print("cubelab: debug log off (launches are asynchronous again)")
+            return
+        target = "msl" if mode == "msl" else "wgsl"
+        dev.set_debug_log("stdout", target)
+        print(f"cubelab: debug log on, printing {target.upper()}; launches are blocking and timed "
+              "while it is on (as with CUBECL_DEBUG_LOG), so do not time anything with it on")
+
+    def _device(self, rest: list[str]) -> None:
+        from cubelab.runtime.device import Device
+
+        if len(rest) != 1 or rest[0] not in ("cpu", "wgpu"):
+            raise UsageError("usage: %cubelab device cpu|wgpu")
+        kind = rest[0]
+        try:
+            dev = Device.cpu() if kind == "cpu" else Device.wgpu()
+        except CubeError as exc:
+            raise UsageError(f"cannot use the {kind} runtime here: {exc}") from None
+        os.environ["CUBELAB_DEVICE"] = kind
+        print(f"cubelab: Device.default() is now {kind} ({dev.client().name()}) in this kernel")
+
+
+class _Many:
+    """Several inspectors from one cell, displayed one under the other."""
+
+    def __init__(self, views: list[Any]) -> None:
+        self.views = views
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        for v in self.views:
+            display(v.widget)
+
+
+def load(ipython: Any) -> None:
+    ipython.register_magics(CubelabMagics)
+
+

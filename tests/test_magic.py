@@ -1,0 +1,147 @@
+"""`%load_ext cubelab`, `%%cube` and `%cubelab`, driven through IPython's InteractiveShell."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cubelab.widgets import KernelInspector
+
+DOUBLE = '''%%cube{opts}
+from cubelab.prelude import *
+
+@cube(launch=True)
+def double(x: SliceMut[f32]):
+    x[ABSOLUTE_POS] = x[ABSOLUTE_POS] * 2.0
+'''
+
+LAUNCH = '''
+import numpy as np
+from cubelab import Device, BufferArg, CubeCount, CubeDim
+from cubelab.prelude import f32
+c = Device.default().client()
+h = c.create_from_slice(f32.as_bytes(np.arange(4, dtype=np.float32)))
+double.launch(c, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(h, 4))
+result = f32.from_bytes(c.read_one(h)).tolist()
+'''
+
+
+@pytest.fixture(scope="module")
+def ip():
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "cubelab")
+    return shell
+
+
+def test_a_cube_cell_defines_its_kernels_and_shows_an_inspector(ip, client):
+    r = ip.run_cell(DOUBLE.format(opts=""))
+    assert r.success, r.error_in_exec
+    assert isinstance(r.result, KernelInspector)
+    assert r.result.model()["tabs"][0] == "Source"
+    assert "x[ABSOLUTE_POS] * 2.0" in ip.user_ns["double"].source
+    assert ip.run_cell(LAUNCH).success
+    assert ip.user_ns["result"] == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_show_picks_the_inspector_views_and_no_display_shows_nothing(ip):
+    r = ip.run_cell(DOUBLE.format(opts=" --show expanded,ir,wgsl"))
+    assert r.result.model()["tabs"] == ["Expanded", "IR", "WGSL"]
+    r = ip.run_cell(DOUBLE.format(opts=" --no-display"))
+    assert r.success and r.result is None and "double" in ip.user_ns
+
+
+def test_a_bad_show_option_is_a_usage_error(ip, capsys):
+    r = ip.run_cell(DOUBLE.format(opts=" --show ptx"))
+    assert not r.success
+    assert "unknown inspector view 'ptx'" in capsys.readouterr().err
+
+
+def test_a_kernel_error_in_a_cube_cell_points_at_the_cell_line_with_a_caret(ip, capsys):
+    r = ip.run_cell('''%%cube
+from cubelab.prelude import *
+
+@cube(launch=True)
+def bad(x: SliceMut[f32]):
+    x[ABSOLUTE_POS] = (lambda v: v)(x[ABSOLUTE_POS])
+''')
+    assert not r.success
+    shown = capsys.readouterr()
+    text = shown.out + shown.err
+    assert "line 6:" in text and "`lambda` is not allowed" in text
+    lines = text.splitlines()
+    src = next(i for i, ln in enumerate(lines) if "(lambda v: v)" in ln)
+    caret = lines[src + 1]
+    assert caret.strip() == "^" and lines[src][caret.index("^"):].startswith("lambda")
+
+
+def test_a_python_error_in_a_cube_cell_shows_only_the_cells_frames(ip, capsys):
+    r = ip.run_cell("%%cube\ndef f():\n    return 1 / 0\nf()\n")
+    assert not r.success
+    shown = capsys.readouterr()
+    text = shown.out + shown.err
+    assert "line 3, in f" in text and "ZeroDivisionError" in text
+    assert "magic.py" not in text and "interactiveshell" not in text.lower()
+
+
+def test_log_on_prints_the_compile_log_and_off_stops_it(ip, capsys, client):
+    ip.run_cell(DOUBLE.format(opts=" --no-display"))
+    ip.run_line_magic("cubelab", "reset")
+    ip.run_line_magic("cubelab", "log on")
+    try:
+        assert ip.run_cell(LAUNCH).success
+    finally:
+        ip.run_line_magic("cubelab", "log off")
+    out = capsys.readouterr().out
+    assert "[START_KERNEL_COMPILATION]" in out and "@compute" in out
+    assert ip.run_cell(LAUNCH).success
+    assert "[START_KERNEL_COMPILATION]" not in capsys.readouterr().out
+
+
+def test_log_msl_prints_the_msl_source(ip, capsys, client):
+    ip.run_cell(DOUBLE.format(opts=" --no-display"))
+    ip.run_line_magic("cubelab", "reset")
+    ip.run_line_magic("cubelab", "log msl")
+    try:
+        assert ip.run_cell(LAUNCH).success
+    finally:
+        ip.run_line_magic("cubelab", "log off")
+    out = capsys.readouterr().out
+    assert "```msl" in out and "[[kernel]]" in out
+
+
+def test_monitor_returns_the_live_views_and_reset_zeroes_them(ip, client):
+    box = ip.run_line_magic("cubelab", "monitor")
+    cache = box.views[0]
+    ip.run_cell(DOUBLE.format(opts=" --no-display"))
+    ip.run_line_magic("cubelab", "reset")
+    assert ip.run_cell(LAUNCH).success
+    cache.refresh()
+    assert cache.model()["total_compiles"] == 1
+    ip.run_line_magic("cubelab", "reset")
+    cache.refresh()
+    assert cache.model()["total_compiles"] == 0
+    for v in box.views:
+        v.close()
+
+
+def test_device_switches_what_device_default_returns(ip, monkeypatch, capsys):
+    from cubelab import Device
+
+    monkeypatch.setenv("CUBELAB_DEVICE", "wgpu")
+    ip.run_line_magic("cubelab", "device cpu")
+    assert os.environ["CUBELAB_DEVICE"] == "cpu"
+    assert Device.default().kind == "cpu"
+    ip.run_line_magic("cubelab", "device wgpu")
+    assert Device.default().kind == "wgpu"
+    assert "Device.default() is now wgpu" in capsys.readouterr().out
+
+
+def test_unknown_cubelab_commands_are_usage_errors(ip):
+    from IPython.core.error import UsageError
+
+    for line in ("frobnicate", "log loud", "device tpu"):
+        with pytest.raises(UsageError):
+            ip.run_line_magic("cubelab", line)
