@@ -1,0 +1,137 @@
+"""Seed 001: streams and dependency inference (DESIGN §4 rule 6).
+
+A launch's stream comes from the calling thread unless pinned; a task whose binding was last
+touched on another stream flushes that stream first ("Binding on X is shared on Y"); a queue
+reaching `max_tasks` is flushed; reads flush what they depend on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import numpy as np
+import pytest
+
+import cubelab
+from cubelab import BufferArg, CubeCount, CubeDim
+from cubelab.prelude import f32
+from cubelab.runtime import events as ev
+from cubelab.runtime.streams import current_stream
+from seed001_kernels import inc, scale
+
+
+def floats(client, values):
+    return client.create_from_slice(f32.as_bytes(np.asarray(values, dtype=np.float32)))
+
+
+def read(client, h):
+    return f32.from_bytes(client.read_one(h))
+
+
+def arg(h, n=8):
+    return BufferArg.from_raw_parts(h, n)
+
+
+ONE = (CubeCount.Static(1), CubeDim.new_1d(8))
+
+
+def in_thread(fn):
+    out: dict[str, object] = {}
+
+    def run() -> None:
+        out["stream"] = current_stream()
+        fn()
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    return out["stream"]
+
+
+def test_two_threads_launch_on_two_streams_by_default(client):
+    x, a, b = floats(client, np.arange(8)), floats(client, np.zeros(8)), floats(client, np.zeros(8))
+    with client.events.record(ev.LaunchIssued) as rec:
+        s1 = in_thread(lambda: scale.launch(client, *ONE, arg(x), arg(a), 1.0))
+        s2 = in_thread(lambda: scale.launch(client, *ONE, arg(x), arg(b), 1.0))
+    assert s1 != s2
+    assert [e.stream for e in rec.of(ev.LaunchIssued)] == [s1, s2]
+
+
+def test_a_buffer_shared_across_two_threads_streams_flushes_the_other_stream_first(client, caplog):
+    x, shared = floats(client, np.arange(8)), floats(client, np.zeros(8))
+    with client.events.record(ev.StreamShared, ev.Flushed) as rec, \
+            caplog.at_level(logging.INFO, logger="cubelab.streams"):
+        writer = in_thread(lambda: scale.launch(client, *ONE, arg(x), arg(shared), 2.0))
+        reader = in_thread(lambda: inc.launch(client, *ONE, arg(shared)))
+        result = read(client, shared)
+    np.testing.assert_array_equal(result, 2.0 * np.arange(8) + 1.0)
+    shares = [(e.handle_id, e.stream, e.other) for e in rec.of(ev.StreamShared)]
+    assert (shared.id, reader, writer) in shares
+    assert f"Binding on stream {writer} is shared on stream {reader}" in caplog.text
+
+
+def test_with_stream_and_set_stream_pin_the_stream(client):
+    x, out = floats(client, np.arange(8)), floats(client, np.zeros(8))
+    with client.events.record(ev.LaunchIssued) as rec:
+        with cubelab.stream(41):
+            scale.launch(client, *ONE, arg(x), arg(out), 1.0)
+        client.set_stream(42)
+        try:
+            with cubelab.stream(41):  # the client's pin wins, as in CubeCL's `stream_id()`
+                scale.launch(client, *ONE, arg(x), arg(out), 1.0)
+        finally:
+            client.set_stream(None)
+        scale.launch(client, *ONE, arg(x), arg(out), 1.0)
+    assert [e.stream for e in rec.of(ev.LaunchIssued)] == [41, 42, current_stream()]
+    np.testing.assert_array_equal(read(client, out), np.arange(8))
+    with pytest.raises(ValueError):
+        cubelab.stream(0)
+
+
+def test_a_queue_reaching_max_tasks_is_flushed_as_one_submission(client):
+    y = floats(client, np.zeros(8))
+    inc.launch(client, *ONE, arg(y))  # compiled outside the measurement
+    client.sync()
+    old = client.max_tasks
+    client.set_max_tasks(4)
+    gate = threading.Event()
+    try:
+        with client.events.record(ev.Flushed) as rec:
+            # hold the device thread so that no idle flush can happen between the launches
+            client.device.runner.submit(gate.wait)
+            for _ in range(10):
+                inc.launch(client, *ONE, arg(y))
+            gate.set()
+            result = read(client, y)
+    finally:
+        gate.set()
+        client.set_max_tasks(old)
+    np.testing.assert_array_equal(result, np.full(8, 11.0))
+    flushes = [(e.why, e.dispatches) for e in rec.of(ev.Flushed)]
+    assert flushes[:2] == [("max_tasks", 4), ("max_tasks", 4)]
+    assert sum(n for _, n in flushes) == 10  # the last 2: flushed by the idle device or the read
+    with pytest.raises(ValueError):
+        client.set_max_tasks(0)
+
+
+def test_a_read_flushes_the_stream_it_depends_on(client):
+    x, out = floats(client, np.arange(8)), floats(client, np.zeros(8))
+    gate = threading.Event()
+    with client.events.record(ev.Flushed) as rec:
+        client.device.runner.submit(gate.wait)
+        with cubelab.stream(77):
+            scale.launch(client, *ONE, arg(x), arg(out), 4.0)
+        reader_done = threading.Event()
+        got: list[np.ndarray] = []
+
+        def reader() -> None:
+            got.append(read(client, out))
+            reader_done.set()
+
+        t = threading.Thread(target=reader)
+        t.start()
+        gate.set()
+        t.join()
+    np.testing.assert_array_equal(got[0], 4.0 * np.arange(8))
+    assert any(e.stream == 77 for e in rec.of(ev.Flushed))
