@@ -1,5 +1,13 @@
-"""Shared fixtures. The wgpu client FAILS (never skips) when CUBELAB_EXPECT_WGPU=1 and no
-adapter is found — CI sets it, so a missing lavapipe cannot pass as green."""
+"""Shared fixtures.
+
+`client` is parametrised over both runtimes — one test suite, two devices: every test that takes
+`client` runs as `test_x[wgpu]` (lavapipe or a GPU) and `test_x[cpu]` (the numpy interpreter),
+and must get identical integer results and floats within its stated tolerance on both. A test
+that only makes sense on one runtime takes `wgpu_client` or `cpu_client` instead.
+
+The wgpu client FAILS (never skips) when CUBELAB_EXPECT_WGPU=1 and no adapter is found — CI sets
+it, so a missing lavapipe cannot pass as green. Without it, a machine with no Vulkan driver skips
+the `[wgpu]` half and still runs the `[cpu]` half."""
 
 from __future__ import annotations
 
@@ -28,6 +36,13 @@ def wgpu_client():  # type: ignore[no-untyped-def]
         pytest.skip(f"no wgpu adapter here: {exc}")
 
 
-@pytest.fixture
-def client(wgpu_client):  # type: ignore[no-untyped-def]
-    return wgpu_client
+@pytest.fixture(scope="session")
+def cpu_client():  # type: ignore[no-untyped-def]
+    from cubelab import Device
+
+    return Device.cpu().client()
+
+
+@pytest.fixture(params=["wgpu", "cpu"])
+def client(request):  # type: ignore[no-untyped-def]
+    return request.getfixturevalue(f"{request.param}_client")

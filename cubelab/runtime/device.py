@@ -39,6 +39,15 @@ def _wgpu_factory(bus: EventBus) -> Any:
 register_server("wgpu", _wgpu_factory)
 
 
+def _cpu_factory(bus: EventBus) -> Any:
+    from cubelab.runtime.cpu.server import CpuServer
+
+    return CpuServer(bus)
+
+
+register_server("cpu", _cpu_factory)
+
+
 class Device:
     def __init__(self, kind: str) -> None:
         if kind not in _server_factories:

@@ -1,0 +1,94 @@
+"""Memory as the CPU runtime's interpreter sees it: buffers, shared arrays, locals, pointers.
+
+A `Mem` is one addressable array: a global buffer argument (one numpy view over the server's
+bytes), a cube's shared memory (one row per cube of the chunk being run) or a local `Array[T](n)`
+(one row per lane). A `Ptr` is what `memory.index` produces for *all lanes at once*: the index
+each lane asked for (`orig`, kept for reports and traces), a safe index that never leaves the
+allocation (`index`), and which lanes' accesses are invalid (`bad`: reads give 0, writes are
+dropped — what WebGPU drivers do). A scalar local (`var.declare` of a scalar or vector) is a
+`LocalSlot`, whose array is *replaced* on every store instead of written into: SSA values that
+were loaded from it earlier must not change under the reader's feet.
+
+The trap this layout avoids: an SSA value loaded from a buffer by slicing is a *view*; if the
+kernel later writes that buffer the "value" would change. Views are only handed out for buffers
+the kernel never writes and that share no memory with a written buffer in this launch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+class Mem:
+    __slots__ = ("name", "store", "length", "kind", "view_ok", "shape", "strides", "handle_id",
+                 "item_shape")
+
+    def __init__(self, name: str, store: np.ndarray, length: int, kind: str,
+                 view_ok: bool = False, handle_id: int = -1) -> None:
+        self.name = name
+        self.store = store  # global: (rows[, w]); shared: (cubes, length[, w]); local: (lanes, ..)
+        self.length = length
+        self.kind = kind  # "global" | "shared" | "local"
+        self.view_ok = view_ok
+        self.shape: tuple[int, ...] = ()
+        self.strides: tuple[int, ...] = ()
+        self.handle_id = handle_id
+        self.item_shape = store.shape[2:] if kind != "global" else store.shape[1:]
+
+    def __repr__(self) -> str:
+        return f"Mem({self.kind} {self.name}, len={self.length})"
+
+
+class Ptr:
+    """Pointers of every lane of a chunk into one `Mem` (or a contiguous slice of a buffer)."""
+
+    __slots__ = ("mem", "index", "orig", "bad", "report", "start", "stop")
+
+    def __init__(self, mem: Mem, index: Any, orig: Any, bad: Any = None, report: Any = None,
+                 start: int | None = None, stop: int | None = None) -> None:
+        self.mem = mem
+        self.index = index
+        self.orig = orig
+        self.bad = bad
+        self.report = report
+        self.start = start
+        self.stop = stop
+
+
+class LocalSlot:
+    """A unit-private scalar or vector local: `arr` is per lane (n, ...) or uniform (1, ...)."""
+
+    __slots__ = ("name", "arr")
+
+    def __init__(self, name: str, arr: np.ndarray) -> None:
+        self.name = name
+        self.arr = arr
+
+
+@dataclass(frozen=True)
+class OobAccess:
+    """One out-of-bounds access recorded in `report` mode (plain data, for notebooks)."""
+
+    kernel: str
+    buffer: str
+    index: int
+    length: int
+    unit: tuple[int, int, int]  # UNIT_POS_X/Y/Z
+    cube: tuple[int, int, int]  # CUBE_POS_X/Y/Z
+    absolute: int  # the unit's linear position in the dispatch (ABSOLUTE_POS on any grid)
+    write: bool
+    loc: str  # "file.py:12:5"
+    line: int
+    source: str  # the kernel line, stripped
+
+    def __str__(self) -> str:
+        what = "write" if self.write else "read"
+        return (f"unit {self.absolute} (cube {self.cube}, unit {self.unit}) {what}s "
+                f"{self.buffer}[{self.index}] but {self.buffer} has {self.length} items — "
+                f"line {self.line}: {self.source}")
+
+
+OOB_MODES = ("zero", "clamp", "report")

@@ -1,0 +1,1328 @@
+"""The CPU runtime's "compiled kernel": an executable plan that runs IR ops on numpy arrays.
+
+Building a plan is the CPU runtime's codegen: every op of the IR becomes one Python closure
+(`step(ctx, mask)`), and a block becomes a list of steps. Running a plan executes every op
+*once for all units of a chunk of cubes at once* — lockstep, like a GPU's SIMD lanes, only
+millions wide:
+
+- a per-unit value is an array with one row per lane (`(n,)` or `(n, width)`); a value that is
+  the same for every lane (constants, scalar arguments, lengths) is an array of one row, and
+  numpy broadcasting does the rest;
+- divergence is a lane mask: `scf.if` runs its branches with `mask & cond` / `mask & ~cond`
+  (a branch no lane takes is skipped, one every lane takes runs unmasked), loops keep running
+  while any lane is still active; stores, atomics and prints only touch active lanes.
+  break/continue/return are bool locals in the IR (the frontend lowers them), so they are
+  masks too;
+- `sync.cube` is satisfied by construction — each op finishes for every lane before the next
+  starts — *provided every unit of the cube reaches it*; a barrier reached by only some units of
+  a cube raises `DivergentBarrier` (undefined behaviour on a GPU, a clear error here);
+- shared memory is one row per cube of the chunk; atomics use numpy's unbuffered `ufunc.at`
+  (old values, when the kernel uses them, come from a segmented scan in lane order: one valid
+  serialisation of the atomics).
+
+Cubes are independent, so a dispatch runs in chunks of whole cubes (`CHUNK_LANES` lanes at a
+time) — which bounds memory and keeps arrays cache-sized. The one pattern compiled specially is
+an index equal to ABSOLUTE_POS (found by a small symbolic analysis): such a load or store is a
+slice of the buffer, not a gather.
+
+What is deliberately *not* emulated: a data race's outcome (lockstep picks one legal outcome),
+and the GPU's float summation order in `plane.reduce` (tests compare floats with a tolerance).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from cubelab.errors import CubeError
+from cubelab.ir.core import Block, KernelDefinition, Op, Value
+from cubelab.ir.types import Array, Atomic, Elem, Pointer, RuntimeArray, Ty
+from cubelab.runtime.cpu import semantics as sem
+from cubelab.runtime.cpu.memory import LocalSlot, Mem, OobAccess, Ptr
+from cubelab.runtime.cpu.trace import Tracer
+
+CHUNK_LANES = 1 << 16
+MAX_LOOP_ITERATIONS = 10_000_000
+REPORT_LIMIT = 1000
+PRINT_LIMIT = 10_000
+
+Step = Callable[["Ctx", Any], None]
+
+
+class DivergentBarrier(CubeError):
+    """A `sync_cube()` reached by only some units of a cube (UB on a GPU)."""
+
+
+class KernelRuntimeError(CubeError):
+    """The CPU runtime stopped a kernel (a runaway loop, an op it cannot run)."""
+
+
+# -- per-launch and per-chunk state --------------------------------------------------------------
+@dataclass
+class LaunchState:
+    kernel: str
+    count: tuple[int, int, int]
+    cube_dim: tuple[int, int, int]
+    mems: list[Mem]
+    scalars: dict[str, list[Any]]
+    oob: str = "zero"
+    plane_size: int = 32
+    launch_seq: int = 0
+    reports: list[OobAccess] = field(default_factory=list)
+    reports_total: int = 0
+    prints: list[str] = field(default_factory=list)
+    prints_total: int = 0
+    tracer: Tracer | None = None
+    definition: KernelDefinition | None = None
+
+
+class Ctx:
+    """One chunk of whole cubes being run: its lanes, its values, its shared memory."""
+
+    __slots__ = ("env", "launch", "cube0", "ncubes", "U", "start", "n", "_cache")
+
+    def __init__(self, nvals: int, launch: LaunchState, cube0: int, ncubes: int) -> None:
+        self.env: list[Any] = [None] * nvals
+        self.launch = launch
+        self.cube0 = cube0
+        self.ncubes = ncubes
+        dx, dy, dz = launch.cube_dim
+        self.U = dx * dy * dz
+        self.start = cube0 * self.U
+        self.n = ncubes * self.U
+        self._cache: dict[str, np.ndarray] = {}
+
+    def lanes(self) -> np.ndarray:
+        """ABSOLUTE_POS of every lane (u32)."""
+        a = self._cache.get("lanes")
+        if a is None:
+            a = np.arange(self.start, self.start + self.n, dtype=np.uint32)
+            self._cache["lanes"] = a
+        return a
+
+    def unit_index(self) -> np.ndarray:
+        a = self._cache.get("unit")
+        if a is None:
+            a = np.tile(np.arange(self.U, dtype=np.uint32), self.ncubes)
+            self._cache["unit"] = a
+        return a
+
+    def cube_local(self) -> np.ndarray:
+        a = self._cache.get("cube_local")
+        if a is None:
+            a = np.repeat(np.arange(self.ncubes, dtype=np.intp), self.U)
+            self._cache["cube_local"] = a
+        return a
+
+    def cube_linear(self) -> np.ndarray:
+        return self.cube_local().astype(np.uint32) + np.uint32(self.cube0)
+
+    def local_rows(self) -> np.ndarray:
+        a = self._cache.get("rows")
+        if a is None:
+            a = np.arange(self.n, dtype=np.intp)
+            self._cache["rows"] = a
+        return a
+
+    def coords(self, li: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """(cube xyz, unit xyz) of local lane `li`."""
+        cx, cy, _ = self.launch.count
+        dx, dy, _ = self.launch.cube_dim
+        c = self.cube0 + li // self.U
+        u = li % self.U
+        return (c % cx, (c // cx) % cy, c // (cx * cy)), (u % dx, (u // dx) % dy, u // (dx * dy))
+
+
+# -- mask algebra: None = every lane of the chunk, else a bool array with at least one True ------
+class _Dead:
+    def __repr__(self) -> str:
+        return "DEAD"
+
+
+DEAD: Any = _Dead()
+
+
+def m_and(mask: Any, cond: np.ndarray) -> Any:
+    if cond.shape[0] == 1:
+        return mask if bool(cond[0]) else DEAD
+    if mask is None:
+        if cond.all():
+            return None
+        if not cond.any():
+            return DEAD
+        return cond
+    m = mask & cond
+    if not m.any():
+        return DEAD
+    return m
+
+
+def lane_mask(mask: Any, n: int) -> np.ndarray:
+    return np.ones(n, dtype=bool) if mask is None else mask
+
+
+def full(x: np.ndarray, n: int) -> np.ndarray:
+    """`x` with one row per lane (a broadcast view for uniform values)."""
+    if x.shape[0] == n:
+        return x
+    return np.broadcast_to(x, (n,) + x.shape[1:])
+
+
+def _row_mask(mask: np.ndarray, ndim: int) -> np.ndarray:
+    return mask.reshape(mask.shape + (1,) * (ndim - 1)) if ndim > 1 else mask
+
+
+# -- symbolic "is this ABSOLUTE_POS?" analysis --------------------------------------------------
+Poly = dict[tuple[str, ...], int]
+
+
+def _padd(a: Poly, b: Poly) -> Poly:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return {k: v for k, v in out.items() if v}
+
+
+def _pmul(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for ka, va in a.items():
+        for kb, vb in b.items():
+            k = tuple(sorted(ka + kb))
+            out[k] = out.get(k, 0) + va * vb
+    return {k: v for k, v in out.items() if v}
+
+
+_SYM = {"workgroup_id_x": "W0", "workgroup_id_y": "W1", "workgroup_id_z": "W2",
+        "num_workgroups_x": "N0", "num_workgroups_y": "N1", "num_workgroups_z": "N2",
+        "local_invocation_index": "U"}
+
+
+def lane_values(definition: KernelDefinition) -> set[int]:
+    """Ids of u32 values provably equal to the lane's linear position (ABSOLUTE_POS): lanes are
+    laid out cube-major, so ((W2*N1 + W1)*N0 + W0)*D + U is exactly the lane number."""
+    d = definition.cube_dim[0] * definition.cube_dim[1] * definition.cube_dim[2]
+    w = {"W0": {("W0",): 1}, "W1": {("W1",): 1}, "W2": {("W2",): 1}, "N0": {("N0",): 1},
+         "N1": {("N1",): 1}, "U": {("U",): 1}}
+    cube = _padd(_pmul(_padd(_pmul(w["W2"], w["N1"]), w["W1"]), w["N0"]), w["W0"])
+    lane = _padd(_pmul(cube, {(): d}), w["U"])
+    polys: dict[int, Poly] = {}
+    found: set[int] = set()
+    for op in definition.walk():
+        if not op.results or op.results[0].type != Ty(Elem.U32):
+            continue
+        r = op.results[0].id
+        p: Poly | None = None
+        if op.name == "builtin.read" and op.attrs.get("name") in _SYM:
+            p = {(_SYM[op.attrs["name"]],): 1}
+        elif op.name == "arith.constant":
+            p = {(): int(op.attrs["value"])} if int(op.attrs["value"]) else {}
+        elif op.name in ("arith.add", "arith.mul"):
+            a, b = (polys.get(o.id) for o in op.operands)
+            if a is not None and b is not None:
+                p = _padd(a, b) if op.name == "arith.add" else _pmul(a, b)
+        if p is not None:
+            polys[r] = p
+            if p == lane:
+                found.add(r)
+    return found
+
+
+# -- the plan builder --------------------------------------------------------------------------
+_PURE_PREFIX = ("arith.", "math.", "vector.", "builtin.", "info.", "buffer.", "tensor.")
+_EFFECTS = {"memory.store", "sync.cube", "sync.storage", "atomic.store", "atomic.rmw",
+            "atomic.cas", "scf.if", "scf.for", "scf.while", "scf.condition", "debug.print",
+            "var.declare", "shared.declare", "memory.load", "atomic.load", "plane.broadcast",
+            "plane.reduce", "plane.vote", "plane.elect"}
+
+
+def _is_pure(op: Op) -> bool:
+    return op.name not in _EFFECTS and op.name.startswith(_PURE_PREFIX) or op.name == \
+        "memory.index"
+
+
+class Plan:
+    """An executable form of one KernelDefinition (one KernelId)."""
+
+    def __init__(self, definition: KernelDefinition, traced: bool = False) -> None:
+        self.definition = definition
+        self.traced = traced
+        top = 0
+        for b in definition.buffers:
+            top = max(top, b.value.id)
+        for op in definition.walk():
+            for v in op.results:
+                top = max(top, v.id)
+            for reg in op.regions:
+                for a in reg.args:
+                    top = max(top, a.id)
+        self.nvals = top + 1
+        self.lane_ids = lane_values(definition)
+        self.needed = self._liveness() if not traced else None
+        self.used_results = {o.id for op in definition.walk() for o in op.operands}
+        self.written = self._written_buffers()
+        self.shared_bytes = 0
+        self.body = self._block(definition.body, 0)
+        from cubelab.runtime.properties import DeviceProperties
+
+        limit = DeviceProperties().max_shared_memory
+        if self.shared_bytes > limit:
+            raise CubeError(
+                f"kernel `{definition.name}` declares {self.shared_bytes} bytes of shared memory; "
+                f"the device allows {limit} (16 KiB, WebGPU's default)")
+
+    # -- analyses ------------------------------------------------------------------------------
+    def _liveness(self) -> set[int]:
+        needed: set[int] = set()
+        ops = list(self.definition.walk())
+        changed = True
+        while changed:
+            changed = False
+            for op in ops:
+                live = not _is_pure(op) or any(r.id in needed for r in op.results)
+                if not live:
+                    continue
+                if op.results and op.results[0].id in self.lane_ids:
+                    continue  # computed from the lane number directly, operands not needed
+                for o in op.operands:
+                    if o.id not in needed:
+                        needed.add(o.id)
+                        changed = True
+        return needed
+
+    def _written_buffers(self) -> set[int]:
+        """Binding indices of buffers this kernel stores to (or updates atomically)."""
+        origin: dict[int, int] = {b.value.id: b.index for b in self.definition.buffers}
+        written: set[int] = set()
+        for op in self.definition.walk():
+            if op.name == "memory.index" and op.operands[0].id in origin:
+                origin[op.result.id] = origin[op.operands[0].id]
+            if op.name in ("memory.store", "atomic.store", "atomic.rmw", "atomic.cas"):
+                b = origin.get(op.operands[0].id)
+                if b is not None:
+                    written.add(b)
+        return written
+
+    # -- blocks ----------------------------------------------------------------------------------
+    def _block(self, block: Block, depth: int) -> Callable[["Ctx", Any], None]:
+        steps: list[Step] = []
+        for op in block.ops:
+            if self.needed is not None and _is_pure(op) and op.results and \
+                    op.results[0].id not in self.needed:
+                continue
+            step = self._op(op, depth)
+            if self.traced and op.name not in ("scf.if", "scf.for", "scf.while",
+                                                "scf.condition"):
+                step = _traced(step, op, depth)
+            steps.append(step)
+        steps_t = tuple(steps)
+
+        def run(ctx: Ctx, mask: Any) -> None:
+            for s in steps_t:
+                s(ctx, mask)
+
+        return run
+
+    def _op(self, op: Op, depth: int) -> Step:
+        if op.results and op.results[0].id in self.lane_ids:
+            r = op.results[0].id
+
+            def lane_step(ctx: Ctx, mask: Any) -> None:
+                ctx.env[r] = ctx.lanes()
+
+            return lane_step
+        builder = BUILDERS.get(op.name)
+        if builder is None:
+            raise KernelRuntimeError(
+                f"the CPU runtime does not implement op {op.name!r} (kernel "
+                f"`{self.definition.name}`)")
+        return builder(self, op, depth)
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, launch: LaunchState) -> None:
+        cx, cy, cz = launch.count
+        total = cx * cy * cz
+        dx, dy, dz = launch.cube_dim
+        units = dx * dy * dz
+        per_chunk = max(1, CHUNK_LANES // units)
+        if launch.tracer is not None:
+            launch.tracer.bind(self.definition)
+        with np.errstate(all="ignore"):
+            for c0 in range(0, total, per_chunk):
+                ctx = Ctx(self.nvals, launch, c0, min(per_chunk, total - c0))
+                env = ctx.env
+                for b, mem in zip(self.definition.buffers, launch.mems):
+                    env[b.value.id] = mem
+                self.body(ctx, None)
+
+
+def _traced(step: Step, op: Op, depth: int) -> Step:
+    is_store = op.name in ("memory.store", "atomic.store")
+
+    def run(ctx: Ctx, mask: Any) -> None:
+        step(ctx, mask)
+        tracer = ctx.launch.tracer
+        if tracer is not None:
+            if is_store:
+                tracer.record(op, depth, ctx, mask, ctx.env[op.operands[1].id], True)
+            else:
+                tracer.record(op, depth, ctx, mask)
+
+    return run
+
+
+# -- op builders -------------------------------------------------------------------------------
+Builder = Callable[[Plan, Op, int], Step]
+BUILDERS: dict[str, Builder] = {}
+
+
+def builder(*names: str) -> Callable[[Builder], Builder]:
+    def reg(fn: Builder) -> Builder:
+        for n in names:
+            BUILDERS[n] = fn
+        return fn
+
+    return reg
+
+
+def _ty(v: Value) -> Ty:
+    t = v.type
+    if isinstance(t, Atomic):
+        return t.value_ty
+    assert isinstance(t, Ty), t
+    return t
+
+
+_NP_BIN = {"arith.add": np.add, "arith.sub": np.subtract, "arith.mul": np.multiply,
+           "arith.bitand": np.bitwise_and, "arith.bitor": np.bitwise_or,
+           "arith.bitxor": np.bitwise_xor, "arith.and": np.logical_and,
+           "arith.or": np.logical_or}
+
+
+@builder(*_NP_BIN)
+def _b_bin(plan: Plan, op: Op, depth: int) -> Step:
+    f = _NP_BIN[op.name]
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = f(env[a], env[b])
+
+    return step
+
+
+@builder("arith.min", "arith.max")
+def _b_minmax(plan: Plan, op: Op, depth: int) -> Step:
+    fl = _ty(op.result).elem is Elem.F32
+    f = {("arith.min", True): np.fmin, ("arith.max", True): np.fmax,
+         ("arith.min", False): np.minimum, ("arith.max", False): np.maximum}[(op.name, fl)]
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = f(env[a], env[b])
+
+    return step
+
+
+@builder("arith.div", "arith.rem")
+def _b_divrem(plan: Plan, op: Op, depth: int) -> Step:
+    elem = _ty(op.result).elem
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+    if elem is Elem.F32:
+        f: Callable[[Any, Any], Any] = np.divide if op.name == "arith.div" else np.fmod
+    else:
+        g = sem.int_div if op.name == "arith.div" else sem.int_rem
+
+        def f(x: Any, y: Any) -> Any:
+            return g(x, y, elem)
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = f(env[a], env[b])
+
+    return step
+
+
+@builder("arith.shl", "arith.shr")
+def _b_shift(plan: Plan, op: Op, depth: int) -> Step:
+    f = np.left_shift if op.name == "arith.shl" else np.right_shift
+    dt = sem.dtype_of(_ty(op.result))
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = f(env[a], sem.shift_amount(env[b]).astype(dt))
+
+    return step
+
+
+_PRED = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+         "eq": np.equal, "ne": np.not_equal}
+
+
+@builder("arith.cmp")
+def _b_cmp(plan: Plan, op: Op, depth: int) -> Step:
+    f = _PRED[op.attrs["pred"]]
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = f(env[a], env[b])
+
+    return step
+
+
+_NP_UN = {"arith.not": np.logical_not, "arith.neg": np.negative, "arith.bitnot": np.invert}
+
+
+@builder(*_NP_UN)
+def _b_un(plan: Plan, op: Op, depth: int) -> Step:
+    f = _NP_UN[op.name]
+    (a,) = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = f(ctx.env[a])
+
+    return step
+
+
+@builder("arith.constant")
+def _b_const(plan: Plan, op: Op, depth: int) -> Step:
+    value = sem.constant(op.attrs["value"], _ty(op.result))
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = value
+
+    return step
+
+
+@builder("arith.cast")
+def _b_cast(plan: Plan, op: Op, depth: int) -> Step:
+    src, dst = _ty(op.operands[0]), _ty(op.result)
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = sem.cast(ctx.env[a], src, dst)
+
+    return step
+
+
+@builder("arith.select")
+def _b_select(plan: Plan, op: Op, depth: int) -> Step:
+    c, a, b = (o.id for o in op.operands)
+    widen = _ty(op.operands[0]).width == 1 and _ty(op.result).width > 1
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        cond = env[c]
+        if widen:
+            cond = cond[:, None]
+        env[r] = np.where(cond, env[a], env[b])
+
+    return step
+
+
+@builder("math.unary")
+def _b_math1(plan: Plan, op: Op, depth: int) -> Step:
+    fn = op.attrs["fn"]
+    f = sem.MATH.get(fn)
+    if f is None:
+        raise KernelRuntimeError(f"math function {fn!r} has no CPU implementation")
+    a, r = op.operands[0].id, op.result.id
+    dt = sem.dtype_of(_ty(op.result))
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = np.asarray(f(ctx.env[a])).astype(dt, copy=False)
+
+    return step
+
+
+@builder("math.binary")
+def _b_math2(plan: Plan, op: Op, depth: int) -> Step:
+    fn = op.attrs["fn"]
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+    if fn == "pow":
+        def f(x: Any, y: Any) -> Any:
+            return np.where(x < 0, np.float32(np.nan), np.power(x, y))
+    elif fn == "atan2":
+        f = np.arctan2
+    elif fn in ("min", "max"):
+        f = np.fmin if fn == "min" else np.fmax
+    else:
+        raise KernelRuntimeError(f"math function {fn!r} has no CPU implementation")
+    dt = sem.dtype_of(_ty(op.result))
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = np.asarray(f(env[a], env[b])).astype(dt, copy=False)
+
+    return step
+
+
+@builder("math.fma")
+def _b_fma(plan: Plan, op: Op, depth: int) -> Step:
+    a, b, c = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = env[a] * env[b] + env[c]
+
+    return step
+
+
+@builder("vector.splat")
+def _b_splat(plan: Plan, op: Op, depth: int) -> Step:
+    w = _ty(op.result).width
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        x = ctx.env[a]
+        ctx.env[r] = np.broadcast_to(x[:, None], (x.shape[0], w))
+
+    return step
+
+
+@builder("vector.extract")
+def _b_extract(plan: Plan, op: Op, depth: int) -> Step:
+    i = int(op.attrs["index"])
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = ctx.env[a][:, i]
+
+    return step
+
+
+@builder("builtin.read")
+def _b_builtin(plan: Plan, op: Op, depth: int) -> Step:
+    name = op.attrs["name"]
+    r = op.result.id
+    dx, dy, _ = plan.definition.cube_dim
+
+    def compute(ctx: Ctx) -> np.ndarray:
+        cx, cy, cz = ctx.launch.count
+        u32 = np.uint32
+        if name == "local_invocation_index":
+            return ctx.unit_index()
+        if name.startswith("num_workgroups_"):
+            return np.array([{"x": cx, "y": cy, "z": cz}[name[-1]]], dtype=u32)
+        if name.startswith("workgroup_id_"):
+            c = ctx.cube_linear()
+            axis = name[-1]
+            if axis == "x":
+                return c % u32(cx)
+            if axis == "y":
+                return (c // u32(cx)) % u32(cy)
+            return c // u32(cx * cy)
+        if name.startswith("local_invocation_id_"):
+            u = ctx.unit_index()
+            axis = name[-1]
+            if axis == "x":
+                return u % u32(dx)
+            if axis == "y":
+                return (u // u32(dx)) % u32(dy)
+            return u // u32(dx * dy)
+        if name == "subgroup_size":
+            return np.array([_plane_size(ctx)], dtype=u32)
+        if name == "subgroup_invocation_id":
+            return ctx.unit_index() % u32(_plane_size(ctx))
+        raise KernelRuntimeError(f"unknown builtin {name!r}")
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = compute(ctx)
+
+    return step
+
+
+@builder("info.scalar")
+def _b_scalar(plan: Plan, op: Op, depth: int) -> Step:
+    elem, idx = op.attrs["elem"], int(op.attrs["index"])
+    ty = _ty(op.result)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = sem.constant(ctx.launch.scalars[elem][idx], ty)
+
+    return step
+
+
+@builder("buffer.len")
+def _b_len(plan: Plan, op: Op, depth: int) -> Step:
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = np.array([ctx.env[a].length], dtype=np.uint32)
+
+    return step
+
+
+@builder("tensor.rank", "tensor.shape", "tensor.stride")
+def _b_tensor(plan: Plan, op: Op, depth: int) -> Step:
+    t = op.operands[0].id
+    axis = op.operands[1].id if len(op.operands) > 1 else None
+    r = op.result.id
+    which = op.name
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        mem: Mem = ctx.env[t]
+        if which == "tensor.rank":
+            ctx.env[r] = np.array([len(mem.shape)], dtype=np.uint32)
+            return
+        dims = mem.shape if which == "tensor.shape" else mem.strides
+        table = np.array(list(dims) + [0], dtype=np.uint32)
+        ax = ctx.env[axis]  # type: ignore[index]
+        ctx.env[r] = table[np.minimum(ax, len(dims))]
+
+    return step
+
+
+# -- memory ------------------------------------------------------------------------------------
+@builder("var.declare")
+def _b_var(plan: Plan, op: Op, depth: int) -> Step:
+    ptr = op.result.type
+    assert isinstance(ptr, Pointer)
+    pointee = ptr.pointee
+    r = op.result.id
+    name = op.result.hint or op.result.name
+    if isinstance(pointee, Array):
+        item = pointee.item
+        ity = item.value_ty if isinstance(item, Atomic) else item
+        shape = (pointee.length,) + ((ity.width,) if ity.width > 1 else ())
+        dt = sem.dtype_of(ity)
+        length = pointee.length
+
+        def step_arr(ctx: Ctx, mask: Any) -> None:
+            ctx.env[r] = Mem(name, np.zeros((ctx.n,) + shape, dtype=dt), length, "local")
+
+        return step_arr
+    assert isinstance(pointee, Ty)
+    zero = sem.constant(0, pointee)
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = LocalSlot(name, zero)
+
+    return step
+
+
+@builder("shared.declare")
+def _b_shared(plan: Plan, op: Op, depth: int) -> Step:
+    ptr = op.result.type
+    assert isinstance(ptr, Pointer) and isinstance(ptr.pointee, Array)
+    arr = ptr.pointee
+    item = arr.item
+    ity = item.value_ty if isinstance(item, Atomic) else item
+    shape = (arr.length,) + ((ity.width,) if ity.width > 1 else ())
+    plan.shared_bytes += arr.length * ity.size
+    dt = sem.dtype_of(ity)
+    r = op.result.id
+    name = str(op.attrs.get("name") or op.result.hint or op.result.name)
+    length = arr.length
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = Mem(name, np.zeros((ctx.ncubes,) + shape, dtype=dt), length, "shared")
+
+    return step
+
+
+def _rows(ctx: Ctx, mem: Mem) -> np.ndarray | None:
+    if mem.kind == "global":
+        return None
+    if mem.kind == "shared":
+        return ctx.cube_local()
+    return ctx.local_rows()
+
+
+@builder("memory.index")
+def _b_index(plan: Plan, op: Op, depth: int) -> Step:
+    base, idx = (o.id for o in op.operands)
+    lane_index = idx in plan.lane_ids
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        mem = env[base]
+        if not isinstance(mem, Mem):
+            raise KernelRuntimeError("memory.index on something that is not an array")
+        length = mem.length
+        if lane_index and mem.kind == "global":
+            s = ctx.start
+            if s + ctx.n <= length:
+                env[r] = Ptr(mem, None, None, start=s, stop=s + ctx.n)
+                return
+            index = ctx.lanes()
+        else:
+            index = env[idx]
+        if index.dtype.kind == "i":
+            bad = (index < 0) | (index >= length)
+        else:
+            bad = index >= length
+        if not bad.any():
+            env[r] = Ptr(mem, index, index)
+            return
+        safe = np.where(bad, 0, index).astype(np.intp)
+        active = full(bad, ctx.n) if mask is None else full(bad, ctx.n) & mask
+        if not active.any():
+            env[r] = Ptr(mem, safe, index)
+            return
+        mode = ctx.launch.oob
+        if mode == "clamp" and length > 0:
+            env[r] = Ptr(mem, np.where(active, length - 1, full(safe, ctx.n)), index)
+            return
+        env[r] = Ptr(mem, safe, index, bad=bad, report=active if mode == "report" else None)
+
+    return step
+
+
+def _report(ctx: Ctx, op: Op, p: Ptr, write: bool) -> None:
+    launch = ctx.launch
+    lanes = np.nonzero(p.report)[0]
+    launch.reports_total += len(lanes)
+    room = REPORT_LIMIT - len(launch.reports)
+    if room <= 0:
+        return
+    orig = full(p.orig, ctx.n)
+    loc = op.loc
+    source = ""
+    plan_def = launch.definition
+    if loc is not None and plan_def is not None:
+        i = loc.line - plan_def.first_line
+        if 0 <= i < len(plan_def.source_lines):
+            source = plan_def.source_lines[i].strip()
+    for li in lanes[:room]:
+        li = int(li)
+        cube, unit = ctx.coords(li)
+        launch.reports.append(OobAccess(
+            launch.kernel, p.mem.name, int(orig[li]), p.mem.length, unit, cube,
+            ctx.start + li, write, str(loc) if loc else "?", loc.line if loc else 0, source))
+
+
+def gather(ctx: Ctx, p: Ptr) -> np.ndarray:
+    mem = p.mem
+    if p.start is not None:
+        v = mem.store[p.start:p.stop]
+        return v if mem.view_ok else v.copy()
+    rows = _rows(ctx, mem)
+    if rows is None:
+        v = mem.store[p.index]
+    else:
+        v = mem.store[rows, full(p.index, ctx.n)]
+    if p.bad is not None:
+        bad = p.bad
+        if bad.shape[0] != v.shape[0]:
+            bad = full(bad, v.shape[0])
+        v[bad] = 0
+    return v
+
+
+def scatter(ctx: Ctx, p: Ptr, value: np.ndarray, mask: Any) -> None:
+    mem = p.mem
+    if p.start is not None and mask is None:
+        mem.store[p.start:p.stop] = value
+        return
+    n = ctx.n
+    index = ctx.lanes() if p.start is not None else p.index
+    sel = mask
+    if p.bad is not None:
+        ok = ~full(p.bad, n)
+        sel = ok if sel is None else sel & ok
+    idx = full(index, n)
+    val = full(value, n)
+    rows = _rows(ctx, mem)
+    if sel is None:
+        if rows is None:
+            mem.store[idx] = val
+        else:
+            mem.store[rows, idx] = val
+    else:
+        if rows is None:
+            mem.store[idx[sel]] = val[sel]
+        else:
+            mem.store[rows[sel], idx[sel]] = val[sel]
+
+
+@builder("memory.load")
+def _b_load(plan: Plan, op: Op, depth: int) -> Step:
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        p = ctx.env[a]
+        if isinstance(p, LocalSlot):
+            ctx.env[r] = p.arr
+            return
+        if p.report is not None:
+            _report(ctx, op, p, False)
+        ctx.env[r] = gather(ctx, p)
+
+    return step
+
+
+@builder("memory.store")
+def _b_store(plan: Plan, op: Op, depth: int) -> Step:
+    a, b = (o.id for o in op.operands)
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        p = ctx.env[a]
+        value = ctx.env[b]
+        if isinstance(p, LocalSlot):
+            if mask is None:
+                p.arr = value
+            else:
+                old, n = p.arr, ctx.n
+                p.arr = np.where(_row_mask(mask, max(value.ndim, old.ndim)), full(value, n),
+                                 full(old, n))
+            return
+        if p.report is not None:
+            _report(ctx, op, p, True)
+        scatter(ctx, p, value, mask)
+
+    return step
+
+
+# -- synchronisation ---------------------------------------------------------------------------
+@builder("sync.cube", "sync.storage")
+def _b_sync(plan: Plan, op: Op, depth: int) -> Step:
+    kernel = plan.definition
+    what = "sync_cube()" if op.name == "sync.cube" else "sync_storage()"
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        if mask is None:
+            return
+        per_cube = mask.reshape(ctx.ncubes, ctx.U).sum(axis=1)
+        partial = np.nonzero((per_cube > 0) & (per_cube < ctx.U))[0]
+        if len(partial) == 0:
+            return
+        c = int(partial[0])
+        row = mask.reshape(ctx.ncubes, ctx.U)[c]
+        reached = np.nonzero(row)[0].tolist()
+        missing = np.nonzero(~row)[0].tolist()
+        cube, _ = ctx.coords(c * ctx.U)
+        where = f" at line {op.loc.line}" if op.loc else ""
+        line = ""
+        if op.loc is not None:
+            i = op.loc.line - kernel.first_line
+            if 0 <= i < len(kernel.source_lines):
+                line = f"\n    {kernel.source_lines[i].strip()}"
+
+        def short(xs: list[int]) -> str:
+            return ", ".join(map(str, xs[:8])) + (", ..." if len(xs) > 8 else "")
+
+        raise DivergentBarrier(
+            f"kernel `{kernel.name}`: {what}{where} was reached by only some units of cube "
+            f"{cube}: units {short(reached)} reached it, units {short(missing)} did not "
+            f"(they took another branch or left the loop earlier).{line}\n"
+            "A barrier must be reached by every unit of the cube (uniform control flow); on a "
+            "GPU this is undefined behaviour (a hang or garbage), so the CPU runtime stops "
+            "here. Move the barrier out of the `if`/loop, and guard only the work around it.")
+
+    return step
+
+
+# -- atomics -----------------------------------------------------------------------------------
+def _flat_addr(ctx: Ctx, p: Ptr) -> tuple[np.ndarray, np.ndarray]:
+    """(flattened store, address per lane) of an atomic pointer."""
+    mem = p.mem
+    flat = mem.store.reshape(-1)
+    idx = ctx.lanes().astype(np.intp) if p.start is not None else full(p.index, ctx.n)
+    rows = _rows(ctx, mem)
+    if rows is not None:
+        idx = rows * mem.length + idx
+    return flat, idx.astype(np.intp)
+
+
+def _active(ctx: Ctx, p: Ptr, mask: Any) -> np.ndarray | None:
+    sel = mask
+    if p.bad is not None:
+        ok = ~full(p.bad, ctx.n)
+        sel = ok if sel is None else sel & ok
+    return sel
+
+
+_AT = {"add": np.add, "sub": np.subtract, "min": np.minimum, "max": np.maximum,
+       "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
+def _seg_scan(x: np.ndarray, seg: np.ndarray, f: Callable[[Any, Any], Any]) -> np.ndarray:
+    """Inclusive scan of `x` with `f`, restarting where `seg` changes (Hillis-Steele)."""
+    x = x.copy()
+    d = 1
+    n = len(x)
+    while d < n:
+        same = seg[d:] == seg[:-d]
+        if not same.any():
+            break
+        upd = x[d:].copy()
+        upd[same] = f(x[:-d][same], x[d:][same])
+        x[d:] = upd
+        d *= 2
+    return x
+
+
+def atomic_rmw(flat: np.ndarray, addr: np.ndarray, vals: np.ndarray, kind: str,
+               want_old: bool) -> np.ndarray | None:
+    """Apply one atomic op per lane (in lane order per address); return the old values."""
+    if not want_old:
+        if kind == "swap":
+            flat[addr] = vals
+        else:
+            _AT[kind].at(flat, addr, vals)
+        return None
+    order = np.argsort(addr, kind="stable")
+    a_s, v_s = addr[order], vals[order]
+    f = (lambda x, y: y) if kind == "swap" else _AT[kind]
+    if kind == "sub":
+        f = np.add  # a running total of what was subtracted
+    inc = _seg_scan(v_s, a_s, f)
+    first = np.ones(len(a_s), dtype=bool)
+    first[1:] = a_s[1:] != a_s[:-1]
+    mem0 = flat[a_s]
+    prev = np.empty_like(inc)
+    prev[1:] = inc[:-1]
+    apply = np.subtract if kind == "sub" else f
+    old_s = np.where(first, mem0, apply(mem0, prev) if len(prev) else prev)
+    last = np.ones(len(a_s), dtype=bool)
+    last[:-1] = a_s[1:] != a_s[:-1]
+    flat[a_s[last]] = apply(mem0[last], inc[last])
+    old = np.empty_like(old_s)
+    old[order] = old_s
+    return old
+
+
+@builder("atomic.load")
+def _b_aload(plan: Plan, op: Op, depth: int) -> Step:
+    return _b_load(plan, op, depth)
+
+
+@builder("atomic.store")
+def _b_astore(plan: Plan, op: Op, depth: int) -> Step:
+    return _b_store(plan, op, depth)
+
+
+@builder("atomic.rmw")
+def _b_rmw(plan: Plan, op: Op, depth: int) -> Step:
+    kind = op.attrs["kind"]
+    a, b = (o.id for o in op.operands)
+    r = op.result.id if op.results else None
+    want = r is not None and r in plan.used_results
+    dt = sem.dtype_of(_ty(op.operands[1]))
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        p = ctx.env[a]
+        if p.report is not None:
+            _report(ctx, op, p, True)
+        flat, addr = _flat_addr(ctx, p)
+        vals = full(ctx.env[b], ctx.n).astype(dt, copy=False)
+        sel = _active(ctx, p, mask)
+        if sel is not None:
+            old_sel = atomic_rmw(flat, addr[sel], vals[sel], kind, want)
+            if r is not None:
+                old = np.zeros(ctx.n, dtype=dt)
+                if old_sel is not None:
+                    old[sel] = old_sel
+                ctx.env[r] = old
+            return
+        old_all = atomic_rmw(flat, addr, vals, kind, want)
+        if r is not None:
+            ctx.env[r] = old_all if old_all is not None else np.zeros(ctx.n, dtype=dt)
+
+    return step
+
+
+@builder("atomic.cas")
+def _b_cas(plan: Plan, op: Op, depth: int) -> Step:
+    a, e, nv = (o.id for o in op.operands)
+    r = op.result.id
+    dt = sem.dtype_of(_ty(op.operands[1]))
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        p = ctx.env[a]
+        if p.report is not None:
+            _report(ctx, op, p, True)
+        flat, addr = _flat_addr(ctx, p)
+        exp = full(ctx.env[e], ctx.n).astype(dt, copy=False)
+        new = full(ctx.env[nv], ctx.n).astype(dt, copy=False)
+        sel = _active(ctx, p, mask)
+        lanes = np.arange(ctx.n) if sel is None else np.nonzero(sel)[0]
+        old = np.zeros(ctx.n, dtype=dt)
+        # lanes on one address run one after another, in lane order: round k serves the k-th
+        # lane of every address (a serialisation a GPU may also pick)
+        order = lanes[np.argsort(addr[lanes], kind="stable")]
+        a_s = addr[order]
+        first = np.ones(len(a_s), dtype=bool)
+        first[1:] = a_s[1:] != a_s[:-1]
+        start_of = np.maximum.accumulate(np.where(first, np.arange(len(a_s)), 0))
+        rank = np.arange(len(a_s)) - start_of
+        for k in range(int(rank.max()) + 1 if len(rank) else 0):
+            ls = order[rank == k]
+            ad = addr[ls]
+            cur = flat[ad]
+            old[ls] = cur
+            hit = cur == exp[ls]
+            flat[ad[hit]] = new[ls][hit]
+        ctx.env[r] = old
+
+    return step
+
+
+# -- plane (subgroup) ops ----------------------------------------------------------------------
+def _plane_size(ctx: Ctx) -> int:
+    return min(ctx.launch.plane_size, ctx.U)
+
+
+def _plane_ids(ctx: Ctx) -> tuple[np.ndarray, int]:
+    p = _plane_size(ctx)
+    per_cube = -(-ctx.U // p)
+    ids = ctx.cube_local() * per_cube + (ctx.unit_index() // p).astype(np.intp)
+    return ids, ctx.ncubes * per_cube
+
+
+@builder("plane.reduce")
+def _b_preduce(plan: Plan, op: Op, depth: int) -> Step:
+    kind = op.attrs["kind"]
+    a, r = op.operands[0].id, op.result.id
+    ty = _ty(op.result)
+    dt = sem.dtype_of(ty)
+    f = {"sum": np.add, "min": np.minimum, "max": np.maximum, "prod": np.multiply}[kind]
+    if kind == "sum":
+        ident: Any = 0
+    elif kind == "prod":
+        ident = 1
+    elif ty.elem is Elem.F32:
+        ident = np.inf if kind == "min" else -np.inf
+    else:
+        info = np.iinfo(dt)
+        ident = info.max if kind == "min" else info.min
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ids, nplanes = _plane_ids(ctx)
+        x = full(ctx.env[a], ctx.n)
+        acc = np.full((nplanes,) + x.shape[1:], ident, dtype=dt)
+        if mask is None:
+            f.at(acc, ids, x)
+        else:
+            f.at(acc, ids[mask], x[mask])
+        ctx.env[r] = acc[ids]
+
+    return step
+
+
+@builder("plane.vote")
+def _b_pvote(plan: Plan, op: Op, depth: int) -> Step:
+    kind = op.attrs["kind"]
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ids, nplanes = _plane_ids(ctx)
+        x = full(ctx.env[a], ctx.n).astype(bool)
+        act = lane_mask(mask, ctx.n)
+        votes = np.bincount(ids[act & x], minlength=nplanes)
+        members = np.bincount(ids[act], minlength=nplanes)
+        res = votes == members if kind == "all" else votes > 0
+        ctx.env[r] = res[ids]
+
+    return step
+
+
+@builder("plane.broadcast")
+def _b_pbcast(plan: Plan, op: Op, depth: int) -> Step:
+    a, lane, r = op.operands[0].id, op.operands[1].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        p = _plane_size(ctx)
+        x = full(ctx.env[a], ctx.n)
+        local = ctx.local_rows()
+        base = local - (ctx.unit_index() % np.uint32(p)).astype(np.intp)
+        src = base + full(ctx.env[lane], ctx.n).astype(np.intp) % p
+        ctx.env[r] = x[np.clip(src, 0, ctx.n - 1)]
+
+    return step
+
+
+@builder("plane.elect")
+def _b_pelect(plan: Plan, op: Op, depth: int) -> Step:
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ids, nplanes = _plane_ids(ctx)
+        act = lane_mask(mask, ctx.n)
+        first = np.full(nplanes, ctx.n, dtype=np.intp)
+        np.minimum.at(first, ids[act], ctx.local_rows()[act])
+        ctx.env[r] = first[ids] == ctx.local_rows()
+
+    return step
+
+
+# -- control flow ------------------------------------------------------------------------------
+@builder("scf.if")
+def _b_if(plan: Plan, op: Op, depth: int) -> Step:
+    c = op.operands[0].id
+    then = plan._block(op.regions[0], depth + 1)
+    has_else = len(op.regions) > 1 and bool(op.regions[1].ops)
+    orelse = plan._block(op.regions[1], depth + 1) if has_else else None
+    traced = plan.traced
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        cond = ctx.env[c]
+        if traced and ctx.launch.tracer is not None:
+            ctx.launch.tracer.record(op, depth, ctx, mask, cond, True)
+        m = m_and(mask, cond)
+        if m is not DEAD:
+            then(ctx, m)
+        if orelse is not None:
+            m = m_and(mask, np.logical_not(cond))
+            if m is not DEAD:
+                orelse(ctx, m)
+
+    return step
+
+
+def _runaway(plan: Plan, op: Op) -> KernelRuntimeError:
+    where = f" (line {op.loc.line})" if op.loc else ""
+    return KernelRuntimeError(
+        f"kernel `{plan.definition.name}`: a loop{where} ran more than {MAX_LOOP_ITERATIONS} "
+        "iterations; it looks infinite (on a GPU it would hang the device). Check its bounds "
+        "and that its condition can become false.")
+
+
+@builder("scf.for")
+def _b_for(plan: Plan, op: Op, depth: int) -> Step:
+    s, e, st = (o.id for o in op.operands)
+    (body_block,) = op.regions
+    (iv,) = body_block.args
+    ivid = iv.id
+    dt = sem.dtype_of(_ty(iv))
+    body = plan._block(body_block, depth + 1)
+    traced = plan.traced
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        start, end, stp = env[s], env[e], env[st]
+        tracer = ctx.launch.tracer if traced else None
+        if start.shape[0] == 1 and end.shape[0] == 1 and stp.shape[0] == 1:
+            a, b, k = int(start[0]), int(end[0]), int(stp[0])
+            if k <= 0 and a < b:
+                raise _runaway(plan, op)
+            if (b - a) // max(k, 1) > MAX_LOOP_ITERATIONS:
+                raise _runaway(plan, op)
+            for i in range(a, b, max(k, 1)):
+                env[ivid] = np.array([i], dtype=dt)
+                if tracer is not None:
+                    tracer.record(op, depth, ctx, mask, env[ivid], True, f"iteration i = {i}")
+                body(ctx, mask)
+            return
+        i = full(start, ctx.n).copy()
+        n = 0
+        while True:
+            m = m_and(mask, i < end)
+            if m is DEAD:
+                return
+            n += 1
+            if n > MAX_LOOP_ITERATIONS:
+                raise _runaway(plan, op)
+            env[ivid] = i
+            if tracer is not None:
+                tracer.record(op, depth, ctx, m, i, True, "iteration")
+            body(ctx, m)
+            i = i + stp
+
+    return step
+
+
+@builder("scf.while")
+def _b_while(plan: Plan, op: Op, depth: int) -> Step:
+    before_block, after_block = op.regions
+    cond_ops = [o for o in before_block.ops if o.name == "scf.condition"]
+    if not cond_ops:
+        raise KernelRuntimeError("scf.while without scf.condition in its first region")
+    c = cond_ops[-1].operands[0].id
+    before = plan._block(before_block, depth + 1)
+    after = plan._block(after_block, depth + 1)
+    traced = plan.traced
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        m = mask
+        n = 0
+        tracer = ctx.launch.tracer if traced else None
+        while True:
+            before(ctx, m)
+            cond = ctx.env[c]
+            if tracer is not None:
+                tracer.record(op, depth, ctx, m, cond, True, "loop condition")
+            m = m_and(m, cond)
+            if m is DEAD:
+                return
+            n += 1
+            if n > MAX_LOOP_ITERATIONS:
+                raise _runaway(plan, op)
+            after(ctx, m)
+
+    return step
+
+
+@builder("scf.condition")
+def _b_condition(plan: Plan, op: Op, depth: int) -> Step:
+    def step(ctx: Ctx, mask: Any) -> None:
+        return None
+
+    return step
+
+
+# -- debug printing ----------------------------------------------------------------------------
+@builder("debug.print")
+def _b_print(plan: Plan, op: Op, depth: int) -> Step:
+    fmt = str(op.attrs["format"])
+    template = tuple(op.attrs.get("args", ()))
+    ids = [o.id for o in op.operands]
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        launch = ctx.launch
+        lanes = np.arange(ctx.n) if mask is None else np.nonzero(mask)[0]
+        launch.prints_total += len(lanes)
+        room = PRINT_LIMIT - len(launch.prints)
+        if room <= 0:
+            return
+        vals = [ctx.env[i] for i in ids]
+        from cubelab.runtime.cpu.trace import value_at
+
+        for li in lanes[:room]:
+            li = int(li)
+            it = iter(vals)
+            args = [value_at(next(it), li) if t is None else t for t in template]
+            args = [_fmt(x) for x in args]
+            cube, unit = ctx.coords(li)
+            try:
+                text = fmt.format(*args)
+            except (IndexError, KeyError, ValueError) as exc:
+                text = f"{fmt!r} (format error: {exc})"
+            launch.prints.append(f"[cube {cube} unit {unit} | pos {ctx.start + li}] {text}")
+
+    return step
+
+
+class _Shown(float):
+    """A float32 printed with the shortest digits that round-trip *as f32* (0.1, not
+    0.10000000149011612)."""
+
+    def __repr__(self) -> str:
+        return str(np.float32(self))
+
+    __str__ = __repr__
+
+
+def _fmt(x: Any) -> Any:
+    if isinstance(x, float):
+        return _Shown(x)
+    if isinstance(x, list):
+        return "[" + ", ".join(str(_fmt(v)) for v in x) + "]"
+    return x

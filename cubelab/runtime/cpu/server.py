@@ -1,0 +1,292 @@
+"""The CPU runtime's server: memory as numpy byte arrays, "pipelines" as interpreter plans.
+
+It is a `Server` like the wgpu one, so the KernelId cache, the compile events, the failure
+ledger and the debug log are the shared ones: a "compile" here is define → passes → printing the
+IR (the debug log's "source" is that IR text) → building a `Plan`. A dispatch runs the plan to
+completion on the device thread, so `sync` has nothing to wait for and a dynamic cube count is
+simply read from memory (everything before it has run).
+
+What only this server does, each decided on the calling thread and handed over in FIFO order
+through the runner (so it applies exactly to the launches submitted in between):
+
+- the out-of-bounds mode (`zero`, the default, what WebGPU drivers do; `clamp`; `report`), per
+  client (`set_oob_mode`) or for a `with oob_mode(client, ...)` block;
+- collecting each launch's `LaunchReport` (OOB accesses, debug_print lines) for such a block;
+- tracing the next launch for chosen units (`cubelab.inspect.trace`), with a separately built,
+  instrumented plan — the ordinary plan carries no tracing code at all.
+
+debug_print lines are written to `sys.stdout` from the device thread when the launch finishes
+(and published as `DebugPrinted`); a notebook cell shows them if it is still running or syncs
+(`client.sync()`), which is why `oob_mode`/`trace` blocks, which wait, always show them.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cubelab.compiler.base import CompiledSource
+from cubelab.compiler.info import info_layout
+from cubelab.errors import CubeError
+from cubelab.ir.core import Block, KernelDefinition, Loc
+from cubelab.ir.printer import print_kernel
+from cubelab.ir.types import Atomic, Ty
+from cubelab.runtime import events as ev
+from cubelab.runtime.cpu import semantics as sem
+from cubelab.runtime.cpu.memory import OOB_MODES, Mem, OobAccess
+from cubelab.runtime.cpu.plan import LaunchState, Plan
+from cubelab.runtime.cpu.trace import Tracer
+from cubelab.runtime.handle import Handle
+from cubelab.runtime.kernel import Bindings, CubeCount, KernelId
+from cubelab.runtime.properties import DeviceProperties
+from cubelab.runtime.execute_scope import LaunchInfo, fail_buffers
+from cubelab.runtime.server import PipelineEntry, Server
+
+PLANE_SIZE = 32
+
+
+@dataclass(frozen=True)
+class DebugPrinted(ev.Event):
+    """CPU runtime: the lines a launch's `debug_print` calls produced (already prefixed with
+    each unit's coordinates)."""
+
+    kernel: str
+    lines: tuple[str, ...]
+    total: int
+    launch_seq: int
+
+
+@dataclass
+class LaunchReport:
+    """What one CPU launch observed besides its outputs (plain data)."""
+
+    kernel: str
+    launch_seq: int
+    oob_mode: str
+    oob: list[OobAccess] = field(default_factory=list)
+    oob_total: int = 0  # may exceed len(oob): at most 1000 accesses are kept per launch
+    prints: list[str] = field(default_factory=list)
+    prints_total: int = 0
+
+
+def _line_map(kernel: KernelDefinition) -> dict[int, Loc]:
+    """Printed IR line -> kernel source location (mirrors `ir.printer`'s layout)."""
+    out: dict[int, Loc] = {}
+    line = 1  # the `kernel @...` header
+
+    def walk(block: Block) -> None:
+        nonlocal line
+        for op in block.ops:
+            line += 1
+            if op.loc is not None:
+                out[line] = op.loc
+            if op.regions:
+                for i, region in enumerate(op.regions):
+                    if i > 0:
+                        line += 1  # "} else {"
+                    walk(region)
+                line += 1  # "}"
+
+    walk(kernel.body)
+    return out
+
+
+class CpuTarget:
+    """The CPU runtime's "codegen": the IR text is the source (the debug log prints it)."""
+
+    name = "ir"
+
+    def compile(self, kernel: KernelDefinition) -> CompiledSource:
+        return CompiledSource("ir", kernel.entry, print_kernel(kernel) + "\n", info_layout(kernel),
+                              _line_map(kernel))
+
+
+class CpuServer(Server):
+    name = "cpu<numpy>"
+
+    def __init__(self, bus: ev.EventBus) -> None:
+        super().__init__(bus)
+        self.properties = DeviceProperties(
+            adapter=f"numpy {np.__version__} interpreter", backend="numpy", adapter_type="CPU",
+            features=frozenset({"subgroup"}),
+        )
+        self.target = CpuTarget()
+        self.plane_size = PLANE_SIZE
+        self.memory: dict[int, np.ndarray] = {}
+        self.oob_mode = "zero"
+        self._scopes: list[tuple[str | None, list[LaunchReport]]] = []
+        self._trace_request: tuple[tuple[int, ...], int] | None = None
+        self._trace_result: tuple[Tracer, LaunchReport, KernelDefinition] | None = None
+        self._traced_plans: dict[KernelId, Plan] = {}
+        self._seq = 0
+        self._oob_writes: list[OobAccess] = []
+
+    # -- memory -------------------------------------------------------------------------------
+    def create(self, handle: Handle, data: bytes | None) -> None:
+        # a multiple of 16 bytes, at least 16: every item type (up to vec4) views it whole
+        size = max(16, (handle.size + 15) & ~15)
+        arr = np.zeros(size, dtype=np.uint8)
+        if data:
+            arr[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.memory[handle.id] = arr
+
+    def read_bytes(self, handles: list[Handle]) -> list[bytes]:
+        return [self.memory[h.id][: h.size].tobytes() for h in handles]
+
+    def write_bytes(self, handle: Handle, data: bytes) -> None:
+        mem = self.memory.get(handle.id)
+        if mem is None or len(mem) < len(data):
+            self.create(handle, data)
+            return
+        mem[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+
+    def sync(self) -> None:
+        """Every dispatch ran to completion on this thread already."""
+
+    def wait(self) -> None:
+        """Nothing is ever in flight."""
+
+    def clear_cache(self, reason: str) -> None:
+        self._traced_plans.clear()
+        super().clear_cache(reason)
+
+    # -- compile ------------------------------------------------------------------------------
+    def build_pipeline(self, entry: PipelineEntry) -> None:
+        entry.pipeline = Plan(entry.definition)
+
+    # -- calling-thread requests (run on the device thread, in submission order) ---------------
+    def set_oob_mode(self, mode: str) -> None:
+        _check_mode(mode)
+        self.oob_mode = mode
+
+    def push_scope(self, mode: str | None, sink: list[LaunchReport]) -> None:
+        if mode is not None:
+            _check_mode(mode)
+        self._scopes.append((mode, sink))
+
+    def pop_scope(self) -> None:
+        self._scopes.pop()
+
+    def begin_trace(self, units: tuple[int, ...], limit: int) -> None:
+        self._trace_request = (tuple(int(u) for u in units), limit)
+        self._trace_result = None
+
+    def end_trace(self) -> tuple[Tracer, LaunchReport, KernelDefinition] | None:
+        self._trace_request = None
+        out, self._trace_result = self._trace_result, None
+        return out
+
+    def current_oob_mode(self) -> str:
+        for mode, _ in reversed(self._scopes):
+            if mode is not None:
+                return mode
+        return self.oob_mode
+
+    # -- launch -------------------------------------------------------------------------------
+    def launch(self, kernel: Any, count: CubeCount, bindings: Bindings, seq: int,
+               *args: Any, **kwargs: Any) -> Any:
+        self._seq = seq
+        self._oob_writes = []
+        out = super().launch(kernel, count, bindings, seq, *args, **kwargs)
+        if self._oob_writes:
+            self._fail_oob_writes(kernel, bindings, seq)
+        return out
+
+    def _fail_oob_writes(self, kernel: Any, bindings: Bindings, seq: int) -> None:
+        """`report` mode: a buffer written out of bounds carries a failure (seed 001's model)
+        naming every recorded access, so reading it says what went wrong and where."""
+        by_buffer: dict[str, list[OobAccess]] = {}
+        for a in self._oob_writes:
+            by_buffer.setdefault(a.buffer, []).append(a)
+        self._oob_writes = []
+        for b in bindings.buffers:
+            accesses = by_buffer.get(b.name)
+            if not accesses:
+                continue
+            lines = "\n".join(f"  {a}" for a in accesses[:8])
+            more = f"\n  ... {len(accesses) - 8} more" if len(accesses) > 8 else ""
+            err = OutOfBoundsWrite(
+                f"kernel `{kernel.name}` wrote `{b.name}` out of bounds (OOB mode `report`); "
+                f"those writes were dropped:\n{lines}{more}")
+            fail_buffers(self.ledger, self.bus, LaunchInfo(kernel.name, kernel.id(), seq),
+                         [(b.handle, b.name)], err)
+
+    def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
+        definition = entry.definition
+        grid = count.as_tuple()
+        plan: Plan = entry.pipeline
+        tracer: Tracer | None = None
+        if self._trace_request is not None:
+            units, limit = self._trace_request
+            self._trace_request = None  # one launch is traced
+            traced = self._traced_plans.get(entry.kernel_id)
+            if traced is None:
+                traced = Plan(definition, traced=True)
+                self._traced_plans[entry.kernel_id] = traced
+            plan = traced
+            tracer = Tracer(units, limit)
+        mems = self._bind(definition, plan, bindings)
+        mode = self.current_oob_mode()
+        launch = LaunchState(definition.name, grid, definition.cube_dim, mems, bindings.scalars,
+                             oob=mode, plane_size=self.plane_size, launch_seq=self._seq,
+                             tracer=tracer, definition=definition)
+        report = LaunchReport(definition.name, self._seq, mode)
+        try:
+            plan.run(launch)
+        finally:
+            report.oob, report.oob_total = launch.reports, launch.reports_total
+            report.prints, report.prints_total = launch.prints, launch.prints_total
+            for _, sink in self._scopes:
+                sink.append(report)
+            self._oob_writes.extend(a for a in launch.reports if a.write)
+            if tracer is not None:
+                self._trace_result = (tracer, report, definition)
+            self._publish(report, launch)
+
+    def _bind(self, definition: KernelDefinition, plan: Plan, bindings: Bindings) -> list[Mem]:
+        written_handles = {bindings.buffers[i].handle.id for i in plan.written
+                           if i < len(bindings.buffers)}
+        mems = []
+        for p, b in zip(definition.buffers, bindings.buffers):
+            item = p.item
+            ty = item.value_ty if isinstance(item, Atomic) else item
+            assert isinstance(ty, Ty)
+            store = self.memory[b.handle.id].view(sem.dtype_of(ty))
+            if ty.width > 1:
+                store = store.reshape(-1, ty.width)
+            view_ok = p.index not in plan.written and b.handle.id not in written_handles
+            mem = Mem(p.name, store, b.items, "global", view_ok, b.handle.id)
+            shape = getattr(b, "shape", None)
+            if shape is not None:
+                mem.shape = tuple(shape)
+                mem.strides = tuple(getattr(b, "strides", None) or ())
+            mems.append(mem)
+        return mems
+
+    def _publish(self, report: LaunchReport, launch: LaunchState) -> None:
+        if report.prints:
+            lines = list(report.prints)
+            if report.prints_total > len(lines):
+                lines.append(f"... {report.prints_total - len(lines)} more debug_print lines "
+                             "not shown")
+            sys.stdout.write("\n".join(lines) + "\n")
+            sys.stdout.flush()
+            if self.bus.active:
+                self.bus.publish(DebugPrinted(report.kernel, tuple(lines), report.prints_total,
+                                              report.launch_seq))
+        if report.oob and self.bus.active:
+            for a in report.oob:
+                self.bus.publish(ev.OobReported(a.kernel, a.buffer, a.index, a.length, a.unit,
+                                                a.cube, a.write, a.loc, report.launch_seq))
+
+
+class OutOfBoundsWrite(CubeError):
+    """`report` mode: the kernel wrote past the end of a buffer (the write was dropped)."""
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in OOB_MODES:
+        raise ValueError(f"out-of-bounds mode must be one of {OOB_MODES}, got {mode!r}")
