@@ -227,7 +227,7 @@ class Client:
     def _refuse_profile(self, stream: int) -> None:
         cap = self._server.captures.get(stream)
         if cap is not None:
-            raise cap.refuse("profiling (client.profile or the debug log)")
+            raise cap.refuse("profile (client.profile or the debug log)")
 
     def profile(self) -> "_Profile":
         """`with client.profile(): ...` makes launches inside blocking and timed."""
