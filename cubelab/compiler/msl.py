@@ -32,7 +32,11 @@ Traps:
 - the info block's counts come from `compiler/info.py` (the layout the runtime packs), not from
   CubeCL's padding (the seed prints `scalars_f32[2]` for one scalar);
 - Metal wants threadgroup arrays at kernel scope, so shared memory is declared at the top of the
-  body wherever the IR declared it;
+  body; and Metal's threadgroup memory starts undefined while the IR promises zeros (WGSL's
+  guarantee), so the kernel zeroes its shared arrays and meets a barrier before its body;
+- integer edge cases the IR defines (x / 0, i32 MIN / -1, shifts by >= 32, i32 overflow) are
+  plain C++ operators here, as CubeCL writes them: undefined on Metal. This text is for reading;
+  the WGSL and CPU targets are the ones that run, and they follow `OPS` to the letter;
 - fresh names (info pointer, builtin parameters, vector components) take ids after the kernel's
   largest, so they never collide with IR values.
 """
@@ -55,7 +59,7 @@ _SPACE = {"global": "device", "shared": "threadgroup", "function": "thread"}
 _BIN = {"arith.add": "+", "arith.sub": "-", "arith.mul": "*", "arith.div": "/",
         "arith.bitand": "&", "arith.bitor": "|", "arith.bitxor": "^", "arith.shl": "<<",
         "arith.shr": ">>"}
-_MATH2 = {"pow": "pow", "atan2": "atan2", "min": "min", "max": "max"}
+_MATH2 = {"pow": "pow"}
 _RMW = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit",
         "min": "atomic_fetch_min_explicit", "max": "atomic_fetch_max_explicit",
         "and": "atomic_fetch_and_explicit", "or": "atomic_fetch_or_explicit",
@@ -95,20 +99,10 @@ _SCALAR_BUILTINS = {"thread_index_in_threadgroup", "threads_per_simdgroup",
 _MATH = {
     "abs": "abs", "sqrt": "sqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
     "tan": "tan", "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint",
-    "trunc": "trunc", "exp2": "exp2", "log2": "log2", "rsqrt": "rsqrt", "erf": "cubelab_erf",
+    "trunc": "trunc", "exp2": "exp2", "log2": "log2", "rsqrt": "rsqrt",
     "sinh": "sinh", "cosh": "cosh", "asin": "asin", "acos": "acos", "atan": "atan",
     "fract": "fract", "sign": "sign", "saturate": "saturate",
 }
-# Metal has no erf; like CubeCL, the kernel carries its own (Abramowitz & Stegun 7.1.26).
-_ERF_HELPER = """\
-inline float cubelab_erf(float x) {
-    float const s = x < 0.0f ? -1.0f : 1.0f;
-    float const a = fabs(x);
-    float const t = 1.0f / (1.0f + 0.3275911f * a);
-    float const y = 1.0f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t
-        - 0.284496736f) * t + 0.254829592f) * t * exp(-a * a);
-    return s * y;
-}"""
 
 
 def scalar_type(elem: Elem) -> str:
@@ -217,7 +211,6 @@ class _Emitter:
         self.body_map: dict[int, Loc] = {}
         self.shared_decls: list[tuple[str, Loc | None]] = []
         self.shared_zero: list[tuple[str, Array]] = []
-        self.helpers: dict[str, str] = {}
         self.next_id = self._max_id(kernel) + 1
         self.place: dict[int, str] = {}  # pointer value id -> lvalue (locals, shared arrays)
         self.ptr_space: dict[int, tuple[str, bool]] = {}  # pointer id -> (space, const)
@@ -236,9 +229,6 @@ class _Emitter:
         self.info_ref = f"info_{self.fresh()}"
         self.dyn_meta = f"dynamic_meta_{self.fresh()}"
         self.loc: Loc | None = None
-        self.lower: dict[str, Callable[[Op], None]] = {
-            name: getattr(self, "op_" + name.replace(".", "_")) for name in MSL_OPS
-        }
 
     # -- names and lines ----------------------------------------------------------------------
     @staticmethod
@@ -350,10 +340,10 @@ class _Emitter:
 
     def op(self, op: Op) -> None:
         self.loc = op.loc
-        lower = self.lower.get(op.name)
+        lower = _LOWER.get(op.name)
         if lower is None:
             raise CodegenError(f"the MSL target does not implement op {op.name!r}")
-        lower(op)
+        lower(self, op)
 
     # -- one method per op --------------------------------------------------------------------
     def op_arith_constant(self, op: Op) -> None:
@@ -420,8 +410,6 @@ class _Emitter:
         name = _MATH.get(fn)
         if name is None:
             raise CodegenError(f"math function {fn!r} has no MSL lowering")
-        if name == "cubelab_erf":
-            self.helpers["cubelab_erf"] = _ERF_HELPER
         self.elementwise(op, lambda a: f"{name}({a[0]})")
 
     def op_math_binary(self, op: Op) -> None:
@@ -605,6 +593,12 @@ class _Emitter:
     def op_scf_condition(self, op: Op) -> None:
         self.line(f"if(!{self.value(op.operands[0])}) {{ break; }}")
 
+    def op_debug_print(self, op: Op) -> None:
+        args = ", ".join(self.value(v) for v in op.operands)
+        fmt = str(op.attrs.get("format", "")).replace("*/", "* /").replace("\n", " ")
+        self.line(f"// debug_print({fmt!r}{', ' + args if args else ''}): prints only on the "
+                  "CPU runtime")
+
 
 # The ops this target lowers; `tests/test_msl.py` checks it covers `ir.core.OPS`.
 MSL_OPS: tuple[str, ...] = (
@@ -616,8 +610,11 @@ MSL_OPS: tuple[str, ...] = (
     "tensor.shape", "tensor.stride", "memory.index", "memory.load", "memory.store",
     "var.declare", "shared.declare", "sync.cube", "sync.storage", "atomic.load", "atomic.store",
     "atomic.rmw", "atomic.cas", "plane.reduce", "plane.vote", "plane.broadcast", "plane.elect",
-    "scf.if", "scf.for", "scf.while", "scf.condition",
+    "scf.if", "scf.for", "scf.while", "scf.condition", "debug.print",
 )
+_LOWER: dict[str, Callable[[_Emitter, Op], None]] = {
+    name: getattr(_Emitter, "op_" + name.replace(".", "_")) for name in MSL_OPS
+}
 
 _TYPEDEFS = (
     "typedef unsigned int uint32_t;",
@@ -641,7 +638,7 @@ def compile_msl(kernel: KernelDefinition) -> CompiledSource:
 
     head = ["#include <metal_stdlib>", "using namespace metal;", *_TYPEDEFS]
     head += [vector_struct(t) for t in _vector_types(kernel)]
-    head += [*e.helpers.values(), "", "struct info_st {"]
+    head += ["", "struct info_st {"]
     scalars, static = [], ""
     for f in e.info.fields:
         elem = "uint32_t" if f.elem == "bool" else _SCALAR[Elem(f.elem)]
