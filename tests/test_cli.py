@@ -1,0 +1,71 @@
+"""`python -m cubelab` / `cubelab`: expand, ir, wgsl, msl, id and the seed-000 demo."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cubelab.cli import main
+
+KERNELS = str(Path(__file__).parent / "kernels.py")
+
+
+def run(capsys, *argv: str) -> str:
+    assert main(["--color", "never", *argv]) == 0
+    return capsys.readouterr().out
+
+
+def test_python_dash_m_cubelab_expands_a_kernel_from_a_file():
+    out = subprocess.run([sys.executable, "-m", "cubelab", "--color", "never", "expand",
+                          f"{KERNELS}::saxpy"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "def expand(__s, a, x, y)" in out.stdout
+
+
+def test_the_console_script_is_installed_next_to_python():
+    script = Path(sys.executable).parent / "cubelab"
+    assert script.exists() or shutil.which("cubelab"), "pip install -e . installs `cubelab`"
+
+
+def test_ir_before_and_after_passes(capsys):
+    before = run(capsys, "ir", f"{KERNELS}::saxpy", "--types", "f32", "--sizes", "4",
+                 "--cube-dim", "4")
+    after = run(capsys, "ir", f"{KERNELS}::saxpy", "--types", "f32", "--sizes", "4",
+                "--cube-dim", "4", "--after-passes")
+    assert "memory.index" in before and "arith.min" not in before
+    assert "arith.min" in after
+
+
+def test_wgsl_honours_unchecked_and_comptime(capsys):
+    checked = run(capsys, "wgsl", f"{KERNELS}::add", "--types", "f32", "--comptime", "true")
+    unchecked = run(capsys, "wgsl", f"{KERNELS}::add", "--types", "f32", "--comptime", "false",
+                    "--unchecked")
+    assert "max(" in checked and "min(" in checked
+    assert "max(" not in unchecked and "min(" not in unchecked
+
+
+def test_msl_prints_the_metal_kernel(capsys):
+    out = run(capsys, "msl", f"{KERNELS}::saxpy", "--types", "f32", "--sizes", "4", "--cube-dim",
+              "4")
+    assert "[[kernel]]" in out and "float_4" in out
+
+
+def test_id_explains_the_kernel_id(capsys):
+    out = run(capsys, "id", f"{KERNELS}::add", "--types", "f32", "--comptime", "true")
+    assert "relu: true" in out and "Checked" in out
+
+
+def test_a_missing_kernel_names_the_ones_the_file_has():
+    with pytest.raises(SystemExit, match="has: saxpy, add"):
+        main(["expand", f"{KERNELS}::nope"])
+
+
+def test_demo_runs_the_seed_000_experiments(capsys):
+    out = run(capsys, "demo")
+    assert "saxpy y = [1, 3, 5" in out
+    assert "3 compiles, 1 hits" in out and "answer: 3 compiles, 1 cache hit" in out
+    assert "[11, 22, 33, 44, 55, 66, 0, 0]" in out and "[11, 22, 33, 44, 55, 66, 66, 66]" in out
