@@ -2,6 +2,7 @@
 
 from cubelab.frontend.builtins import *  # noqa: F403
 from cubelab.frontend.builtins import __all__ as _builtins_all
+from cubelab.frontend.debug_print import debug_print
 from cubelab.frontend.flow import unroll
 from cubelab.frontend.kernel import cube
 from cubelab.frontend.ops import exp, log, sqrt
@@ -32,7 +33,7 @@ def comptime(value):  # type: ignore[no-untyped-def]
 
 
 __all__ = [
-    *_builtins_all, "cube", "comptime", "unroll", "exp", "log", "sqrt", "Comptime", "Float", "Int", "Size",
+    *_builtins_all, "cube", "comptime", "debug_print", "unroll", "exp", "log", "sqrt", "Comptime", "Float", "Int", "Size",
     "Slice", "SliceMut", "Vector", "bool_", "f32", "i32", "u32", "Device", "BufferArg",
     "ScalarArg", "CubeCount", "CubeDim", "ExecutionMode", "dry_run", "real_run", "stream",
 ]

@@ -283,3 +283,61 @@ class OobReported(Event):
     write: bool
     loc: str
     launch_seq: int
+
+
+# -- autotune (runtime/autotune.py): a view draws progress and results from these ----------------
+
+
+@dataclass(frozen=True)
+class AutotuneStarted(Event):
+    """A key missed the tuner's cache: `candidates` are about to be compiled and measured."""
+
+    tuner: str
+    key: Any
+    candidates: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AutotuneProgress(Event):
+    """One step of the search: phase is "precompile", "warmup" or "sample"; `done` of `total`
+    steps of the whole search (a progress bar's two numbers)."""
+
+    tuner: str
+    key: Any
+    candidate: str
+    phase: str
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
+class AutotuneCandidateFailed(Event):
+    """A candidate failed (compile error, skipped launch, exception): disqualified."""
+
+    tuner: str
+    key: Any
+    candidate: str
+    error: BaseException
+
+
+@dataclass(frozen=True)
+class AutotuneCandidateMeasured(Event):
+    """Seconds per run: min and median of the samples, and the score (lower wins)."""
+
+    tuner: str
+    key: Any
+    candidate: str
+    min_s: float
+    median_s: float
+    score: float
+    samples: int
+
+
+@dataclass(frozen=True)
+class AutotuneFinished(Event):
+    """The winner for `key` (cached from now on); `scores` by candidate, None if disqualified."""
+
+    tuner: str
+    key: Any
+    winner: str
+    scores: tuple[tuple[str, float | None], ...]
