@@ -265,6 +265,12 @@ class _Emitter:
             self.line(f"let {iv.name}: {ty} = {ctr};", indent + 1, op.loc)
             self.emit_block(body, indent + 1)
             self.line("}", indent)
+        elif n == "debug.print":
+            where = f" (line {op.loc.line})" if op.loc else ""
+            raise CodegenError(
+                f"debug_print{where} is not supported on the wgpu runtime: WGSL has no printf. "
+                "Launch the kernel on the CPU runtime (Device.cpu().client()), where each unit "
+                "prints its line, or remove the call")
         else:
             raise CodegenError(f"the WGSL target does not implement op {n!r}")
 

@@ -139,6 +139,11 @@ OPS: dict[str, str] = {
                  "lowers them to bool flag locals and guards (see docs/language.md)",
     "scf.condition": "terminator of scf.while's region 0: operand is the bool that continues "
                      "the loop",
+    # -- debugging ----------------------------------------------------------------------------
+    "debug.print": "print one line per active unit (attr format: a str.format template with "
+                   "positional fields; attr args: one entry per field, None = the next operand "
+                   "(a runtime value), else a Python constant). Runs on the CPU runtime only: "
+                   "WGSL refuses it with a CodegenError, MSL shows it as a comment",
 }
 
 
