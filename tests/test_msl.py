@@ -491,6 +491,7 @@ def test_the_line_map_points_generated_lines_back_at_the_kernel_lines_wgsl_names
 def test_inspect_msl_and_compiled_carry_the_msl():
     text = ci.msl(saxpy4())
     assert "struct alignas(16) float_4" in text
+    assert ci.compiled(saxpy4()).msl == text
     assert ci.msl(add_k(False), checked_io="cubecl-0.11.3") != ci.msl(add_k(False))
 
 
