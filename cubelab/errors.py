@@ -45,6 +45,10 @@ class LaunchError(CubeError):
     """A launch's arguments are wrong; raised on the calling thread, nothing was submitted."""
 
 
+class FeatureError(CubeError):
+    """The kernel needs an adapter feature (e.g. `subgroup` for plane ops) this device lacks."""
+
+
 class CompileError(CubeError):
     """The generated source was refused by the driver (naga); names both source lines."""
 

@@ -5,14 +5,42 @@ from cubelab.frontend.builtins import __all__ as _builtins_all
 from cubelab.frontend.debug_print import debug_print
 from cubelab.frontend.flow import unroll
 from cubelab.frontend.kernel import cube
-from cubelab.frontend.ops import exp, log, sqrt
+from cubelab.frontend.library import (
+    ceil,
+    clamp,
+    cos,
+    erf,
+    exp,
+    floor,
+    fma,
+    log,
+    plane_all,
+    plane_any,
+    plane_broadcast,
+    plane_elect,
+    plane_max,
+    plane_min,
+    plane_sum,
+    select,
+    sin,
+    sqrt,
+    sync_cube,
+    sync_storage,
+    tan,
+    tanh,
+)
 from cubelab.frontend.types import (
+    Array,
+    Atomic,
     Comptime,
     Float,
     Int,
     Size,
     Slice,
     SliceMut,
+    SharedMemory,
+    Tensor,
+    TensorMut,
     Vector,
     bool_,
     f32,
@@ -22,7 +50,7 @@ from cubelab.frontend.types import (
 from cubelab.runtime.device import Device
 from cubelab.runtime.dry_run import dry_run, real_run
 from cubelab.runtime.streams import stream
-from cubelab.runtime.handle import BufferArg, ScalarArg
+from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
 from cubelab.runtime.kernel import CubeCount, CubeDim, ExecutionMode
 
 
@@ -33,7 +61,11 @@ def comptime(value):  # type: ignore[no-untyped-def]
 
 
 __all__ = [
-    *_builtins_all, "cube", "comptime", "debug_print", "unroll", "exp", "log", "sqrt", "Comptime", "Float", "Int", "Size",
+    *_builtins_all, "cube", "comptime", "debug_print", "unroll", "exp", "log", "sqrt", "sin",
+    "cos", "tan", "tanh", "erf", "floor", "ceil", "clamp", "fma", "select", "sync_cube",
+    "sync_storage", "plane_sum", "plane_min", "plane_max", "plane_all", "plane_any",
+    "plane_broadcast", "plane_elect", "Array", "Atomic", "SharedMemory", "Tensor",
+    "TensorMut", "TensorArg", "Comptime", "Float", "Int", "Size",
     "Slice", "SliceMut", "Vector", "bool_", "f32", "i32", "u32", "Device", "BufferArg",
     "ScalarArg", "CubeCount", "CubeDim", "ExecutionMode", "dry_run", "real_run", "stream",
 ]

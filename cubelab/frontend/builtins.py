@@ -1,4 +1,4 @@
-"""Positions and sizes a kernel can read. Each is computed from the primitive builtins
+"""Positions and sizes a kernel can read (and, with subgroups, PLANE_DIM / UNIT_POS_PLANE). Each is computed from the primitive builtins
 (`workgroup_id`, `num_workgroups`, `local_invocation_index`, `local_invocation_id`) and the
 compile-time cube dim, with the seed's formulas:
 
@@ -29,5 +29,8 @@ CUBE_COUNT = Builtin("CUBE_COUNT")
 CUBE_COUNT_X = Builtin("CUBE_COUNT_X")
 CUBE_COUNT_Y = Builtin("CUBE_COUNT_Y")
 CUBE_COUNT_Z = Builtin("CUBE_COUNT_Z")
+# Plane (subgroup) builtins: need the adapter's `subgroup` feature.
+PLANE_DIM = Builtin("PLANE_DIM")  # units per plane (the subgroup size)
+UNIT_POS_PLANE = Builtin("UNIT_POS_PLANE")  # this unit's lane in its plane
 
 __all__ = [name for name in dir() if name.isupper()]

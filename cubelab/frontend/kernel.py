@@ -45,7 +45,7 @@ from cubelab.frontend.values import RV, BufferRef
 from cubelab.ir.core import BufferParam, KernelDefinition, ScalarParam
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import Pointer, RuntimeArray
-from cubelab.runtime.handle import BufferArg, ScalarArg
+from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
 from cubelab.runtime.kernel import (
     BUFFER_COMPILATION_ARG,
     SCALAR_COMPILATION_ARG,
@@ -290,7 +290,7 @@ class CubeFunction:
                             "kernels cannot recurse; write a loop")
         self.check_names()
         for p, a in zip(self.params, args):
-            if p.kind == "comptime" and isinstance(a, (RV, BufferRef)):
+            if p.kind == "comptime" and isinstance(a, ops._KERNEL_VALUES):
                 raise ops.error(s, f"argument `{p.name}` of `{self.__name__}` is Comptime but "
                                 "got a runtime value", "pass a Python value or comptime(...)")
         saved_file, saved_kernel = s.file, s.kernel_name
@@ -432,12 +432,21 @@ class _BoundLauncher:
         comptimes: list[Any] = []
         for p, a in zip(fn.params, args[nsz:]):
             if p.kind == "buffer":
+                w = p.spec.width_spec
+                width = w if isinstance(w, int) else size_of[w.name]
+                if p.spec.tensor:
+                    if not isinstance(a, TensorArg):
+                        raise LaunchError(
+                            f"launch of `{name}`: argument `{p.name}` is a {p.spec!r}; pass "
+                            f"TensorArg.from_raw_parts(handle, shape, strides), got "
+                            f"{type(a).__name__}")
+                    buffers.append(BufferBinding(a.handle, a.length // width, p.spec.writable,
+                                                 p.name, a.shape, a.strides))
+                    continue
                 if not isinstance(a, BufferArg):
                     raise LaunchError(
                         f"launch of `{name}`: argument `{p.name}` is a {p.spec!r}; pass "
                         f"BufferArg.from_raw_parts(handle, length), got {type(a).__name__}")
-                w = p.spec.width_spec
-                width = w if isinstance(w, int) else size_of[w.name]
                 if a.length % width:
                     raise LaunchError(
                         f"launch of `{name}`: argument `{p.name}` has length {a.length}, which "
@@ -522,8 +531,9 @@ class KernelInstance:
             if p.kind == "buffer":
                 item = p.spec.item_ty(scope)
                 v = scope.new_value(Pointer(RuntimeArray(item), "global", p.spec.writable), p.name)
-                buffers.append(BufferParam(p.name, len(buffers), item, p.spec.writable, v))
-                args.append(BufferRef(v, p.name, p.spec.writable))
+                buffers.append(BufferParam(p.name, len(buffers), item, p.spec.writable, v,  # type: ignore[arg-type]
+                                           tensor=p.spec.tensor))
+                args.append(BufferRef(v, p.name, p.spec.writable, p.spec.tensor))
             elif p.kind == "scalar":
                 elem = p.spec.elem.value
                 idx = per_elem.get(elem, 0)

@@ -18,7 +18,16 @@ from typing import Any, Callable, Sequence
 
 from cubelab.errors import KernelSourceError
 from cubelab.frontend.types import GenericScalar, ScalarKind
-from cubelab.frontend.values import RV, UNBOUND, Builtin, BufferRef, LocalVar
+from cubelab.frontend.values import (
+    RV,
+    UNBOUND,
+    ArrayRef,
+    AtomicRef,
+    Builtin,
+    BufferRef,
+    LocalVar,
+    SliceView,
+)
 from cubelab.ir.core import Block, Value
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import BOOL, F32, I32, U32, Elem, Pointer, Ty
@@ -42,11 +51,19 @@ def _is_py(x: Any) -> bool:
     return isinstance(x, (bool, int, float))
 
 
+# expand-time values that stand for IR (never plain Python values)
+_KERNEL_VALUES = (RV, LocalVar, BufferRef, Builtin, ArrayRef, SliceView, AtomicRef)
+
+
 def _describe(x: Any) -> str:
     if isinstance(x, RV):
         return f"a runtime {x.v.type}"
     if isinstance(x, BufferRef):
         return f"the buffer `{x.name}`"
+    if isinstance(x, (ArrayRef, SliceView)):
+        return f"the {x.name}"
+    if isinstance(x, AtomicRef):
+        return f"an atomic element of `{x.name}`"
     if isinstance(x, LocalVar):
         return f"the local `{x.name}`"
     return f"{type(x).__name__} {x!r}"
@@ -90,6 +107,9 @@ def builtin_value(s: Scope, name: str) -> Value:
         return s.emit_prologue(("builtin", key), op, [a, b], U32)
 
     axes = {"X": 0, "Y": 1, "Z": 2}
+    if name in ("PLANE_DIM", "UNIT_POS_PLANE"):
+        s.features.add("subgroup")
+        return prim("subgroup_size" if name == "PLANE_DIM" else "subgroup_invocation_id")
     if name == "UNIT_POS":
         return prim("local_invocation_index")
     if name.startswith("UNIT_POS_"):
@@ -148,8 +168,11 @@ def value(s: Scope, x: Any, like: Ty | None = None) -> Value:
                 raise error(s, f"the float literal {x} meets an integer ({ty.elem.value}) value",
                             f"write an integer literal, or cast: f32(...)")
         return _const(s, x, ty)
-    if isinstance(x, BufferRef):
+    if isinstance(x, (BufferRef, ArrayRef, SliceView)):
         raise error(s, f"{_describe(x)} is not a value", f"index it: {x.name}[i]")
+    if isinstance(x, AtomicRef):
+        raise error(s, "an atomic element is not a plain value",
+                    "read it with .load() (or use fetch_add, swap, ...)")
     raise error(s, f"{_describe(x)} cannot be used as a kernel value",
                 "kernel values are numbers, typed values (f32(1.0)) and results of kernel ops")
 
@@ -201,18 +224,60 @@ def _pair(s: Scope, a: Any, b: Any, what: str) -> tuple[Value, Value]:
 # -- operators ---------------------------------------------------------------------------------
 _PY_BIN: dict[str, Callable[[Any, Any], Any]] = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-    "floordiv": operator.floordiv, "mod": operator.mod,
+    "floordiv": operator.floordiv, "mod": operator.mod, "lshift": operator.lshift,
+    "rshift": operator.rshift, "bitand": operator.and_, "bitor": operator.or_,
+    "bitxor": operator.xor,
 }
-_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%"}
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
+           "lshift": "<<", "rshift": ">>", "bitand": "&", "bitor": "|", "bitxor": "^"}
+
+
+def _shift(s: Scope, op: str, a: Any, b: Any) -> Any:
+    """`a << b`, `a >> b`: the amount is a u32 (cast from i32 if needed; WGSL wants u32) and
+    only its low 5 bits count (documented in OPS)."""
+    like = _ty(b.v).with_width(1) if _is_py(a) and isinstance(b, RV) else None
+    va = value(s, a, like if like is not None and like.elem.is_int else None)
+    ty = _ty(va)
+    if not ty.elem.is_int:
+        raise error(s, f"`{_SYMBOL[op]}` on {ty} values", "shifts work on i32 / u32")
+    if _is_py(b):
+        if isinstance(b, bool) or not isinstance(b, int) or b < 0:
+            raise error(s, f"shift amount {b!r} must be a non-negative integer")
+        vb = _const(s, b, U32)
+    else:
+        vb = value(s, b)
+        bt = _ty(vb)
+        if not bt.elem.is_int:
+            raise error(s, f"a shift amount must be an integer, got {bt}")
+        if bt.elem is Elem.I32:
+            vb = s.emit("arith.cast", [vb], bt.with_elem(Elem.U32))
+    bt = _ty(vb)
+    if bt.width != ty.width:
+        if bt.width == 1:
+            vb = _splat(s, vb, ty.width)
+        elif ty.width == 1:
+            va = _splat(s, va, bt.width)
+            ty = _ty(va)
+        else:
+            raise error(s, f"shift of a width-{ty.width} vector by a width-{bt.width} vector")
+    return RV(s.emit(_INT_OPS[op], [va, vb], ty))
+
+
+_INT_OPS = {"lshift": "arith.shl", "rshift": "arith.shr", "bitand": "arith.bitand",
+            "bitor": "arith.bitor", "bitxor": "arith.bitxor"}
 
 
 def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
     s.at(*at)
     a, b = read(s, a), read(s, b)
+    if op == "pow":
+        return library.power(s, a, b, at)
     if _is_py(a) and _is_py(b):
         return _PY_BIN[op](a, b)
     if op not in _PY_BIN:
         raise error(s, f"the operator for {op!r} is not part of the kernel language yet")
+    if op in ("lshift", "rshift"):
+        return _shift(s, op, a, b)
     va, vb = _pair(s, a, b, _SYMBOL[op])
     ty = _ty(va)
     if ty.elem is Elem.BOOL:
@@ -222,6 +287,10 @@ def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
                     "integer division is `//` (it truncates toward zero, as in WGSL and Rust)")
     if op == "floordiv" and ty.elem.is_float:
         raise error(s, "`//` on f32 values", "write `/` for float division")
+    if op in _INT_OPS:
+        if not ty.elem.is_int:
+            raise error(s, f"`{_SYMBOL[op]}` on {ty} values", "bit operations work on i32 / u32")
+        return RV(s.emit(_INT_OPS[op], [va, vb], ty))
     name = {"add": "arith.add", "sub": "arith.sub", "mul": "arith.mul", "div": "arith.div",
             "floordiv": "arith.div", "mod": "arith.rem"}[op]
     return RV(s.emit(name, [va, vb], ty))
@@ -282,11 +351,16 @@ def unary(s: Scope, op: str, a: Any, at: Pos) -> Any:
     s.at(*at)
     a = read(s, a)
     if _is_py(a):
-        return -a if op == "neg" else +a
+        return {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}[op](a)
     if op == "pos":
         return a
     va = value(s, a)
     ty = _ty(va)
+    if op == "invert":
+        if not ty.elem.is_int:
+            raise error(s, f"`~` on {ty} values", "`~` is bitwise not of i32 / u32; for bools "
+                        "write `not x`")
+        return RV(s.emit("arith.bitnot", [va], ty))
     if ty.elem is Elem.U32:
         raise error(s, "negating a u32 value", "cast to i32 first: -i32(x)")
     if ty.elem is Elem.BOOL:
@@ -321,7 +395,7 @@ def assign(s: Scope, current: Any, x: Any, name: str, mutable: bool, at: Pos) ->
     if isinstance(current, LocalVar):
         _store_var(s, current, x)
         return current
-    if isinstance(x, BufferRef):
+    if isinstance(x, (BufferRef, ArrayRef, SliceView, AtomicRef)):
         return x
     x = read(s, x)
     if not mutable:
@@ -371,18 +445,24 @@ def _index(s: Scope, idx: Any) -> Value:
 def getitem(s: Scope, obj: Any, idx: Any, at: Pos) -> Any:
     s.at(*at)
     obj = read(s, obj)
-    if isinstance(obj, BufferRef):
-        i = _index(s, idx)
-        ptr_ty = obj.v.type
-        assert isinstance(ptr_ty, Pointer)
-        item = ptr_ty.pointee.item  # type: ignore[union-attr]
-        p = s.emit("memory.index", [obj.v, i], Pointer(item, "global", obj.writable),
-                   checked=True)
-        return RV(s.emit("memory.load", [p], item))
-    if isinstance(obj, (list, tuple)) and _is_py(read(s, idx)):
-        return obj[idx]
+    if isinstance(obj, (BufferRef, ArrayRef, SliceView)):
+        return memory.load(s, obj, idx)
+    if isinstance(obj, RV) and _ty(obj.v).width > 1:
+        return memory.vector_component(s, obj.v, idx)
+    idx = read(s, idx)
+    if not isinstance(obj, _KERNEL_VALUES) and not isinstance(idx, _KERNEL_VALUES) \
+            and hasattr(obj, "__getitem__"):
+        try:
+            return obj[idx]  # comptime: a tuple, SharedMemory[f32], Vector[F, N], ...
+        except (IndexError, KeyError, TypeError) as exc:
+            raise error(s, f"{_describe(obj)}[{idx!r}]: {exc}") from None
     raise error(s, f"{_describe(obj)} cannot be indexed here",
-                "index a buffer argument (Slice / SliceMut)")
+                "index a buffer argument (Slice / SliceMut / Tensor), an Array, shared memory "
+                "or a vector")
+
+
+def subslice(s: Scope, obj: Any, lower: Any, upper: Any, at: Pos) -> Any:
+    return memory.subslice(s, obj, lower, upper, at)
 
 
 def _item_value(s: Scope, x: Any, item: Ty) -> Value:
@@ -402,21 +482,11 @@ def _item_value(s: Scope, x: Any, item: Ty) -> Value:
 
 def setitem(s: Scope, obj: Any, idx: Any, x: Any, at: Pos) -> None:
     s.at(*at)
-    if isinstance(obj, BufferRef):
-        if not obj.writable:
-            raise error(s, f"`{obj.name}` is a Slice (read-only); it cannot be assigned",
-                        f"declare it `{obj.name}: SliceMut[...]` to write to it")
-        ptr_ty = obj.v.type
-        assert isinstance(ptr_ty, Pointer)
-        item = ptr_ty.pointee.item  # type: ignore[union-attr]
-        v = _item_value(s, x, item)
-        s.at(*at)
-        i = _index(s, idx)
-        p = s.emit("memory.index", [obj.v, i], Pointer(item, "global", True), checked=True)
-        s.register("memory.store", [p, v])
+    if isinstance(obj, (BufferRef, ArrayRef, SliceView)):
+        memory.store(s, obj, idx, x, at)
         return
     raise error(s, f"{_describe(read(s, obj))} cannot be assigned by index",
-                "assign into a SliceMut argument")
+                "assign into a SliceMut / TensorMut argument, an Array or shared memory")
 
 
 def augsetitem(s: Scope, obj: Any, idx: Any, op: str, x: Any, at: Pos) -> None:
@@ -467,29 +537,16 @@ def comptime(s: Scope, thunk: Callable[[], Any], names: dict[str, Any], at: Pos)
     s.at(*at)
     hint = "only Python values and Comptime[...] arguments are known before launch"
     for name, v in names.items():
-        if isinstance(v, (RV, LocalVar, BufferRef, Builtin)):
+        if isinstance(v, _KERNEL_VALUES):
             raise error(s, f"comptime(...) needs a value known at expansion, but `{name}` is "
                         f"{_describe(v)}", hint)
     try:
         x = thunk()
     except Exception as exc:  # noqa: BLE001 - Python's own error, reworded with the line
         raise error(s, f"comptime(...) could not be evaluated in Python: {exc!r}", hint) from None
-    if isinstance(x, (RV, LocalVar, BufferRef, Builtin)):
+    if isinstance(x, _KERNEL_VALUES):
         raise error(s, f"comptime(...) needs a value known at expansion, got {_describe(x)}", hint)
     return x
-
-
-def _math1(s: Scope, fn: str, x: Any) -> Any:
-    x = read(s, x)
-    if _is_py(x):
-        return {"abs": builtins.abs, "sqrt": math.sqrt, "exp": math.exp, "log": math.log}[fn](x)
-    v = value(s, x)
-    ty = _ty(v)
-    if fn != "abs" and not ty.elem.is_float:
-        raise error(s, f"{fn}() needs a float, got {ty}", f"cast first: {fn}(f32(x))")
-    if fn == "abs" and ty.elem is Elem.U32:
-        return RV(v)
-    return RV(s.emit("math.unary", [v], ty, fn=fn))
 
 
 def _minmax(s: Scope, fn: str, args: Sequence[Any]) -> Any:
@@ -506,26 +563,6 @@ def _minmax(s: Scope, fn: str, args: Sequence[Any]) -> Any:
             raise error(s, f"{fn}() of bools")
         acc = RV(s.emit(f"arith.{fn}", [va, vb], _ty(va)))
     return acc
-
-
-class Intrinsic:
-    """A function callable inside kernels (`sqrt`, `exp`, ...); outside, it is plain math."""
-
-    def __init__(self, name: str, fn: Callable[..., Any]) -> None:
-        self.name = name
-        self._fn = fn
-        self.__name__ = name
-
-    def __repr__(self) -> str:
-        return f"cubelab.{self.name}"
-
-    def __call__(self, *args: Any) -> Any:
-        return {"sqrt": math.sqrt, "exp": math.exp, "log": math.log, "abs": builtins.abs}.get(
-            self.name, lambda *_: (_ for _ in ()).throw(TypeError(f"{self.name} is a kernel "
-                                                                  "function")))(*args)
-
-    def _expand_call(self, s: Scope, *args: Any) -> Any:
-        return self._fn(s, *args)
 
 
 def _cast(s: Scope, kind: ScalarKind, x: Any) -> Any:
@@ -552,10 +589,13 @@ def scalar_method(s: Scope, kind: ScalarKind, name: str, args: Sequence[Any]) ->
     if name in ("min", "max"):
         typed_args = [_cast(s, kind, a) if _is_py(read(s, a)) else a for a in args]
         return _minmax(s, name, typed_args)
-    if name in ("abs", "sqrt", "exp", "log") and len(args) == 1:
-        return _math1(s, name, args[0])
+    fn = library.METHODS.get(name)
+    if fn is not None:
+        if kind.elem.is_float:
+            args = [_cast(s, kind, a) if _is_py(read(s, a)) else a for a in args]
+        return fn._expand_call(s, *args)
     raise error(s, f"`{kind}.{name}(...)` is not part of the kernel language",
-                "available: new, cast_from, min, max, abs, sqrt, exp, log")
+                "available: new, cast_from, min, max, " + ", ".join(sorted(library.METHODS)))
 
 
 def _vector_new(s: Scope, x: Any) -> Any:
@@ -569,7 +609,6 @@ def _vector_new(s: Scope, x: Any) -> Any:
 _PY_BUILTINS: dict[Any, Callable[[Scope, Sequence[Any]], Any]] = {
     builtins.min: lambda s, a: _minmax(s, "min", a),
     builtins.max: lambda s, a: _minmax(s, "max", a),
-    builtins.abs: lambda s, a: _math1(s, "abs", a[0]),
 }
 
 
@@ -585,10 +624,12 @@ def call(s: Scope, fn: Any, args: Sequence[Any], at: Pos) -> Any:
         return expand_call(s, *args)
     if fn in _PY_BUILTINS:
         return _PY_BUILTINS[fn](s, args)
+    if fn in library.PY_BUILTINS:
+        return library.PY_BUILTINS[fn]._expand_call(s, *args)
     if fn is builtins.range:
         raise error(s, "range(...) outside a for loop", "write `for i in range(...):`")
     if callable(fn):
-        if all(not isinstance(a, (RV, LocalVar, BufferRef, Builtin)) for a in args):
+        if all(not isinstance(a, _KERNEL_VALUES) for a in args):
             return fn(*args)  # comptime: a plain Python call on Python values
         name = getattr(fn, "__name__", repr(fn))
         raise error(s, f"`{name}` is a plain Python function called on a runtime value",
@@ -603,10 +644,10 @@ def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos) -> Any:
         obj = obj.resolve(s)
     if isinstance(obj, ScalarKind):
         return scalar_method(s, obj, name, args)
-    if isinstance(obj, BufferRef):
-        if name == "len" and not args:
-            return RV(s.emit("buffer.len", [obj.v], U32))
-        raise error(s, f"`{obj.name}.{name}(...)` is not a buffer method", "available: len()")
+    if isinstance(obj, (BufferRef, ArrayRef, SliceView)):
+        return memory.buffer_method(s, obj, name, [read(s, a) for a in args])
+    if isinstance(obj, AtomicRef):
+        return memory.atomic_method(s, obj, name, [read(s, a) for a in args])
     from cubelab.frontend.types import Vector
 
     if obj is Vector:
@@ -625,7 +666,7 @@ def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos) -> Any:
 
 def attr(s: Scope, obj: Any, name: str, at: Pos) -> Any:
     s.at(*at)
-    if isinstance(obj, (RV, LocalVar, BufferRef, Builtin)):
+    if isinstance(obj, _KERNEL_VALUES):
         raise error(s, f"`.{name}` on {_describe(obj)} is not part of the kernel language")
     try:
         return getattr(obj, name)
@@ -633,13 +674,13 @@ def attr(s: Scope, obj: Any, name: str, at: Pos) -> Any:
         raise error(s, f"{_describe(obj)} has no attribute `{name}`") from None
 
 
-sqrt = Intrinsic("sqrt", lambda s, x: _math1(s, "sqrt", x))
-exp = Intrinsic("exp", lambda s, x: _math1(s, "exp", x))
-log = Intrinsic("log", lambda s, x: _math1(s, "log", x))
 
 
-# The control-flow half of the vocabulary lives in flow.py (imported last: it uses this module).
-from cubelab.frontend import flow  # noqa: E402
+
+# The control-flow half of the vocabulary lives in flow.py, the callable functions in library.py
+# (imported last: they use this module).
+from cubelab.frontend import flow, library, memory  # noqa: E402
+from cubelab.frontend.library import exp, log, power, sqrt  # noqa: E402,F401
 from cubelab.frontend.flow import (  # noqa: E402,F401
     brk,
     cont,

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from cubelab.errors import KernelSourceError
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
-           ast.FloorDiv: "floordiv", ast.Mod: "mod"}
+           ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift",
+           ast.RShift: "rshift", ast.BitAnd: "bitand", ast.BitOr: "bitor",
+           ast.BitXor: "bitxor"}
 _CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq",
            ast.NotEq: "ne"}
 
@@ -253,7 +255,12 @@ class _Rewriter(ast.NodeTransformer):
         (target,) = node.targets
         self._check_writable(target)
         value = self.visit(node.value)
-        return self._assign(target, value, node)
+        v = node.value
+        # `name = comptime(expr)` stays a Python value even in a loop or branch: the student
+        # said it is known at expansion (an unrolled loop's `stride = comptime(32 >> k)`).
+        is_comptime = (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
+                       and v.func.id == "comptime")
+        return self._assign(target, value, node, force_immutable=is_comptime)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
         if node.value is None:
@@ -261,10 +268,11 @@ class _Rewriter(ast.NodeTransformer):
         value = self.call("typed", [self.visit(node.annotation), self.visit(node.value)], node)
         return self._assign(node.target, value, node)
 
-    def _assign(self, target: ast.expr, value: ast.expr, node: ast.AST) -> ast.AST:
+    def _assign(self, target: ast.expr, value: ast.expr, node: ast.AST,
+                force_immutable: bool = False) -> ast.AST:
         if isinstance(target, ast.Name):
             self.note_assigned(target.id)
-            mutable = target.id in self.mutable
+            mutable = target.id in self.mutable and not force_immutable
             call = self.call(
                 "assign",
                 [ast.Name(target.id, ast.Load()), value, ast.Constant(target.id),
@@ -398,7 +406,7 @@ class _Rewriter(ast.NodeTransformer):
         op = _BINOPS.get(type(node.op))
         if op is None:
             raise self.refuse(node, f"the operator `{type(node.op).__name__}` is not part of the "
-                              "kernel language yet", "use + - * / // %")
+                              "kernel language", "use + - * / // % ** << >> & | ^")
         return self.call("binop", [ast.Constant(op), self.visit(node.left),
                                    self.visit(node.right)], node)
 
@@ -410,7 +418,9 @@ class _Rewriter(ast.NodeTransformer):
             return self.call("unary", [ast.Constant("neg"), operand], node)
         if isinstance(node.op, ast.UAdd):
             return self.call("unary", [ast.Constant("pos"), operand], node)
-        raise self.refuse(node, "`~` is not part of the kernel language yet")
+        if isinstance(node.op, ast.Invert):
+            return self.call("unary", [ast.Constant("invert"), operand], node)
+        raise self.refuse(node, f"the operator `{type(node.op).__name__}` is not allowed")
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         op = "and" if isinstance(node.op, ast.And) else "or"
@@ -469,8 +479,13 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         if isinstance(node.slice, ast.Slice):
-            raise self.refuse(node, "sub-slices x[a:b] are not part of the kernel language yet",
-                              "index element by element")
+            sl = node.slice
+            if sl.step is not None:
+                raise self.refuse(sl.step, "a sub-slice with a step x[a:b:c] is not allowed",
+                                  "write x[a:b] and step the index yourself")
+            lower = self.visit(sl.lower) if sl.lower is not None else ast.Constant(None)
+            upper = self.visit(sl.upper) if sl.upper is not None else ast.Constant(None)
+            return self.call("subslice", [self.visit(node.value), lower, upper], node)
         return self.call("getitem", [self.visit(node.value), self.visit(node.slice)], node)
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:

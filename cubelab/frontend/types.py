@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cubelab.ir.types import Atomic as AtomicTy
 from cubelab.ir.types import Elem, Ty
 
 if TYPE_CHECKING:
@@ -187,28 +188,64 @@ class _VectorNamespace:
 Vector = _VectorNamespace()
 
 
-class BufferSpec:
-    """`Slice[T]` (read-only, `&[T]`) or `SliceMut[T]` (read-write, `&mut [T]`)."""
+class AtomicSpec:
+    """`Atomic[u32]` / `Atomic[i32]`: an item only the atomic methods may touch."""
 
-    def __init__(self, item: ElemSpec | VectorSpec, writable: bool) -> None:
-        item = from_type_param(item)
-        if isinstance(item, ScalarKind) and item.elem is Elem.BOOL:
-            raise TypeError("buffers of bool are not allowed (WGSL storage has no bool); use u32")
-        if not isinstance(item, (ScalarKind, GenericScalar, VectorSpec)):
-            raise TypeError(f"a Slice holds scalars or vectors, got {item!r}")
-        self.item = item
-        self.writable = writable
+    def __init__(self, kind: ScalarKind) -> None:
+        self.kind = kind
 
     def __repr__(self) -> str:
-        return f"{'SliceMut' if self.writable else 'Slice'}[{self.item!r}]"
+        return f"Atomic[{self.kind!r}]"
 
-    def item_ty(self, scope: "Scope") -> Ty:
-        if isinstance(self.item, VectorSpec):
+    def resolve(self, scope: "Scope") -> AtomicTy:
+        return AtomicTy(self.kind.elem)
+
+
+class _AtomicNamespace:
+    def __getitem__(self, kind: Any) -> AtomicSpec:
+        if kind is not u32 and kind is not i32:
+            raise TypeError(f"Atomic[...] holds u32 or i32 (WGSL has no other atomics), got "
+                            f"{kind!r}")
+        return AtomicSpec(kind)
+
+    def __repr__(self) -> str:
+        return "Atomic"
+
+
+Atomic = _AtomicNamespace()
+
+ItemSpec = ElemSpec | VectorSpec | AtomicSpec
+
+
+class BufferSpec:
+    """`Slice[T]` (read-only, `&[T]`), `SliceMut[T]` (read-write, `&mut [T]`), or with
+    `tensor=True` `Tensor[T]` / `TensorMut[T]` (the same buffer plus shape and strides)."""
+
+    def __init__(self, item: ItemSpec, writable: bool, tensor: bool = False) -> None:
+        if isinstance(item, ScalarKind) and item.elem is Elem.BOOL:
+            raise TypeError("buffers of bool are not allowed (WGSL storage has no bool); use u32")
+        if not isinstance(item, (ScalarKind, GenericScalar, VectorSpec, AtomicSpec)):
+            raise TypeError(f"a Slice holds scalars, vectors or atomics, got {item!r}")
+        if isinstance(item, AtomicSpec) and not writable:
+            raise TypeError(f"atomics are for writing: declare SliceMut[{item!r}]")
+        self.item = item
+        self.writable = writable
+        self.tensor = tensor
+
+    def __repr__(self) -> str:
+        kind = ("TensorMut" if self.writable else "Tensor") if self.tensor else \
+            ("SliceMut" if self.writable else "Slice")
+        return f"{kind}[{self.item!r}]"
+
+    def item_ty(self, scope: "Scope") -> "Ty | AtomicTy":
+        if isinstance(self.item, (VectorSpec, AtomicSpec)):
             return self.item.resolve(scope)
         return Ty(self.item.resolve(scope).elem)
 
     @property
     def elem_spec(self) -> ElemSpec:
+        if isinstance(self.item, AtomicSpec):
+            return self.item.kind
         return self.item.elem if isinstance(self.item, VectorSpec) else self.item
 
     @property
@@ -217,18 +254,71 @@ class BufferSpec:
 
 
 class _SliceNamespace:
-    def __init__(self, writable: bool) -> None:
+    def __init__(self, writable: bool, tensor: bool = False) -> None:
         self.writable = writable
+        self.tensor = tensor
 
     def __getitem__(self, item: Any) -> BufferSpec:
-        return BufferSpec(item, self.writable)
+        return BufferSpec(item, self.writable, self.tensor)
 
     def __repr__(self) -> str:
+        if self.tensor:
+            return "TensorMut" if self.writable else "Tensor"
         return "SliceMut" if self.writable else "Slice"
 
 
 Slice = _SliceNamespace(False)
 SliceMut = _SliceNamespace(True)
+Tensor = _SliceNamespace(False, tensor=True)
+TensorMut = _SliceNamespace(True, tensor=True)
+
+
+class ArrayKind:
+    """`Array[T]` (a unit's local array) or `SharedMemory[T]` (one array per cube). Called in a
+    kernel with a comptime length: `tile = SharedMemory[f32](256)`."""
+
+    def __init__(self, item: ItemSpec, shared: bool) -> None:
+        if isinstance(item, ScalarKind) and item.elem is Elem.BOOL:
+            raise TypeError("arrays of bool are not allowed; use u32")
+        if not isinstance(item, (ScalarKind, GenericScalar, VectorSpec, AtomicSpec)):
+            raise TypeError(f"an array holds scalars, vectors or atomics, got {item!r}")
+        if isinstance(item, AtomicSpec) and not shared:
+            raise TypeError("a local Array cannot hold atomics (only one unit sees it); use "
+                            "SharedMemory[Atomic[...]] or a SliceMut[Atomic[...]]")
+        self.item = item
+        self.shared = shared
+        self.__name__ = repr(self)
+
+    def __repr__(self) -> str:
+        return f"{'SharedMemory' if self.shared else 'Array'}[{self.item!r}]"
+
+    def item_ty(self, scope: "Scope") -> "Ty | AtomicTy":
+        if isinstance(self.item, (VectorSpec, AtomicSpec)):
+            return self.item.resolve(scope)
+        return Ty(self.item.resolve(scope).elem)
+
+    def __call__(self, *args: Any) -> Any:
+        raise TypeError(f"{self!r}(n) creates memory inside a @cube kernel only")
+
+    def _expand_call(self, s: "Scope", *args: Any) -> Any:
+        from cubelab.frontend import memory
+
+        return memory.new_array(s, self, args)
+
+
+class _ArrayNamespace:
+    def __init__(self, shared: bool) -> None:
+        self.shared = shared
+
+    def __getitem__(self, item: Any) -> ArrayKind:
+        return ArrayKind(item, self.shared)
+
+    def __repr__(self) -> str:
+        return "SharedMemory" if self.shared else "Array"
+
+
+Array = _ArrayNamespace(False)
+SharedMemory = _ArrayNamespace(True)
 
 
 class ComptimeSpec:

@@ -6,7 +6,11 @@ never reaching the IR) or one of these expand-time values, which stand for IR va
 - `RV`        a scalar or vector SSA value (`splat` marks `Vector.new(x)`: widen on use);
 - `BufferRef` a global buffer argument (`x.len()`, `x[i]`, `y[i] = v`);
 - `LocalVar`  a mutable local: every read is a `memory.load`, every assignment a `memory.store`;
-- `Builtin`   ABSOLUTE_POS & co., computed once at the top of the kernel when first used.
+- `Builtin`   ABSOLUTE_POS & co., computed once at the top of the kernel when first used;
+- `ArrayRef`  a local `Array[T](n)` or a `SharedMemory[T](n)` (a pointer to a fixed array);
+- `SliceView` a sub-slice `x[a:b]` of a buffer or array: indices are shifted by `start`, and
+  `len()` is `end - start`;
+- `AtomicRef` an element of an atomic array (`hist[b]`), used through its methods.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ class BufferRef:
     v: Value
     name: str
     writable: bool
+    tensor: bool = False
 
     def __repr__(self) -> str:
         return f"BufferRef({self.name}: {self.v.type})"
@@ -66,3 +71,38 @@ class Builtin:
 
     def __repr__(self) -> str:
         return self.name
+
+
+@dataclass(eq=False, slots=True)
+class ArrayRef:
+    ptr: Value  # Pointer(Array(item, length), "function" | "shared")
+    name: str
+    length: int
+
+    @property
+    def writable(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return f"ArrayRef({self.name}: {self.ptr.type})"
+
+
+@dataclass(eq=False, slots=True)
+class SliceView:
+    base: "BufferRef | ArrayRef"
+    start: Value  # u32
+    length: Value  # u32
+    writable: bool
+    name: str
+
+    def __repr__(self) -> str:
+        return f"SliceView({self.name})"
+
+
+@dataclass(eq=False, slots=True)
+class AtomicRef:
+    ptr: Value  # Pointer(Atomic(elem), space)
+    name: str
+
+    def __repr__(self) -> str:
+        return f"AtomicRef({self.name}: {self.ptr.type})"

@@ -245,6 +245,10 @@ class BufferBinding:
     items: int
     writable: bool | None
     name: str = ""
+    # Tensor arguments only: shape and strides in items (packed into the info block's
+    # dynamic_meta, see compiler/info.py). None for plain slices.
+    shape: tuple[int, ...] | None = None
+    strides: tuple[int, ...] | None = None
 
 
 class _IO(Protocol):
@@ -266,6 +270,12 @@ class Bindings:
 
     def lengths(self) -> list[int]:
         return [b.items for b in self.buffers]
+
+    def tensor_meta(self) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
+        """Per buffer in binding order: (shape, strides) for tensors, None for slices — the
+        third argument of `InfoLayout.pack` (every server must pass it)."""
+        return [(b.shape, b.strides) if b.shape is not None and b.strides is not None else None
+                for b in self.buffers]
 
     def written(self, io: "Sequence[_IO] | None" = None) -> list[BufferBinding]:
         out = []

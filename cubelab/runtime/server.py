@@ -38,7 +38,14 @@ from typing import Any
 
 from cubelab.compiler.base import CompiledSource
 from cubelab.compiler.msl import msl_or_comment
-from cubelab.errors import CaptureError, CubeError, DeviceFault, KernelSourceError, ResourceError
+from cubelab.errors import (
+    CaptureError,
+    CubeError,
+    DeviceFault,
+    FeatureError,
+    KernelSourceError,
+    ResourceError,
+)
 from cubelab.ir.core import KernelDefinition
 from cubelab.ir.passes import CheckedIo, CheckedIoRule, PassManager
 from cubelab.ir.printer import print_kernel
@@ -274,6 +281,19 @@ class Server:
                 f"cube dim {dim.as_tuple()} has {dim.num_units} units; the device allows at most "
                 f"{props.max_units_per_cube} units per cube and {props.max_cube_dim} per axis")
 
+    def check_features(self, definition: KernelDefinition) -> None:
+        """Refuse, as a compile failure, a kernel that needs an adapter feature (plane ops need
+        "subgroup") this device does not have."""
+        props = self.properties
+        have = props.features if props is not None else frozenset()
+        missing = sorted(set(getattr(definition, "required_features", ())) - set(have))
+        if missing:
+            raise FeatureError(
+                f"kernel `{definition.name}` uses plane (subgroup) operations, which need the "
+                f"adapter feature(s) {missing}; this device ({self.name}) lacks them. Rewrite "
+                "the reduction with SharedMemory and sync_cube(), or run on an adapter with "
+                "subgroups")
+
     def compile(self, kernel: CubeKernel, kernel_id: KernelId, seq: int) -> "_Compiled":
         self.bus.publish(ev.CompileStarted(kernel.name, kernel_id, seq))
         t0 = time.perf_counter()
@@ -287,6 +307,7 @@ class Server:
         except Exception as exc:
             tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             raise ExpansionPanicked(f"expansion of kernel `{kernel.name}` panicked: {tb}") from exc
+        self.check_features(definition)
         t1 = time.perf_counter()
         expanded_ir = print_kernel(definition)
         records = self.passes(kernel_id).run(definition, record=True)

@@ -218,7 +218,8 @@ class WgpuServer(Server):
 
     # -- dispatch -----------------------------------------------------------------------------
     def _group(self, entry: PipelineEntry, bindings: Bindings) -> Any:
-        info_bytes = entry.compiled.info.pack(bindings.scalars, bindings.lengths())
+        info_bytes = entry.compiled.info.pack(bindings.scalars, bindings.lengths(),
+                                              bindings.tensor_meta())
         key = (entry.kernel_id, tuple(b.handle.id for b in bindings.buffers), info_bytes)
         group = self._groups.get(key)
         if group is not None:

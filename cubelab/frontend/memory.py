@@ -1,0 +1,216 @@
+"""Memory in kernels: buffers, tensors, local arrays, shared memory, sub-slices and atomics.
+
+Every way of reaching an element ends in one `memory.index` op on a pointer to an array:
+
+- a global buffer or tensor argument (`Pointer(RuntimeArray, "global")`, checked in `launch`
+  mode: CheckedIo clamps it);
+- a local `Array[T](n)` (`var.declare` of `Array(item, n)`: a unit-private, zero-initialised
+  array) or a `SharedMemory[T](n)` (`shared.declare`: one array per cube, `var<workgroup>`);
+- a sub-slice `x[a:b]`, which is no IR object at all: it is (base, start, length) at expand time
+  and its index `i` becomes `start + i` on the base, so targets need nothing for it.
+
+Element types that are atomic (`Atomic[u32]`) are never loaded or stored plainly; `hist[b]`
+gives an `AtomicRef` whose methods emit `atomic.*` ops (`fetch_add` returns the old value).
+
+The traps. Array lengths must be comptime: WGSL sizes `var<workgroup>` and function arrays at
+pipeline creation, so `SharedMemory[f32](n)` with a runtime `n` is refused with a hint. Arrays
+are declared once, at the top of the kernel, wherever the statement is written — an `Array`
+created inside a loop is the *same* storage on every iteration (not re-zeroed).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from cubelab.frontend import ops
+from cubelab.frontend.types import ArrayKind
+from cubelab.frontend.values import RV, ArrayRef, AtomicRef, BufferRef, SliceView
+from cubelab.ir.core import Op, Value
+from cubelab.ir.scope import Scope
+from cubelab.ir.types import U32, Array, Atomic, Elem, Pointer, RuntimeArray, Ty
+
+Pos = tuple[int, int]
+
+# WebGPU's default maxComputeWorkgroupStorageSize
+MAX_SHARED_BYTES = 16384
+# A local array larger than this is almost surely a mistake (it lives in registers/stack).
+MAX_LOCAL_ITEMS = 65536
+
+Indexable = BufferRef | ArrayRef | SliceView
+
+
+def new_array(s: Scope, kind: ArrayKind, args: Sequence[Any]) -> ArrayRef:
+    what = repr(kind)
+    if len(args) != 1:
+        raise ops.error(s, f"{what}(length) takes one comptime length")
+    n = ops.read(s, args[0])
+    if not isinstance(n, int) or isinstance(n, bool):
+        hint = ("the length must be known at expansion: a Python int, a Comptime[int] "
+                "argument or comptime(expr); for a size that depends on the launch, pass it "
+                "as Comptime")
+        if kind.shared:
+            raise ops.error(s, f"shared memory with a runtime length ({ops._describe(n)})", hint)
+        raise ops.error(s, f"a local Array with a runtime length ({ops._describe(n)})", hint)
+    if n <= 0:
+        raise ops.error(s, f"{what}({n}): the length must be positive")
+    item = kind.item_ty(s)
+    if kind.shared:
+        size = n * item.size
+        if size > MAX_SHARED_BYTES:
+            raise ops.error(s, f"{what}({n}) needs {size} bytes of shared memory; a cube has "
+                            f"{MAX_SHARED_BYTES}", "use a smaller tile")
+        ptr = s.new_value(Pointer(Array(item, n), "shared"), "shared")
+        op = Op("shared.declare", [], [ptr], {"name": f"shared_{ptr.id}"}, [], s.loc)
+        s.root.ops.insert(s._prologue_end, op)  # noqa: SLF001 - hoisted like var.declare
+        s._prologue_end += 1  # noqa: SLF001
+        return ArrayRef(ptr, "shared memory", n)
+    if n > MAX_LOCAL_ITEMS:
+        raise ops.error(s, f"{what}({n}) is too large for a unit's local memory",
+                        "use shared memory or a global buffer")
+    ptr = s.declare_var(Array(item, n), "array")  # type: ignore[arg-type]
+    return ArrayRef(ptr, "local array", n)
+
+
+def _pointee_array(base: BufferRef | ArrayRef) -> Array | RuntimeArray:
+    v = base.v if isinstance(base, BufferRef) else base.ptr
+    assert isinstance(v.type, Pointer)
+    arr = v.type.pointee
+    assert isinstance(arr, (Array, RuntimeArray))
+    return arr
+
+
+def element_ptr(s: Scope, obj: Indexable, idx: Any) -> tuple[Value, Ty | Atomic]:
+    """A pointer to element `idx` of a buffer, array or sub-slice, and its item type."""
+    if isinstance(obj, SliceView):
+        i = ops._index(s, idx)
+        shifted = s.emit("arith.add", [obj.start, i], U32)
+        return element_ptr(s, obj.base, RV(shifted))
+    i = ops._index(s, idx)
+    arr = _pointee_array(obj)
+    item = arr.item
+    if isinstance(obj, BufferRef):
+        ptr = s.emit("memory.index", [obj.v, i], Pointer(item, "global", obj.writable),
+                     checked=True)
+    else:
+        space = obj.ptr.type.space  # type: ignore[union-attr]
+        ptr = s.emit("memory.index", [obj.ptr, i], Pointer(item, space))
+    return ptr, item
+
+
+def load(s: Scope, obj: Indexable, idx: Any) -> Any:
+    ptr, item = element_ptr(s, obj, idx)
+    if isinstance(item, Atomic):
+        return AtomicRef(ptr, _name(obj))
+    return RV(s.emit("memory.load", [ptr], item))
+
+
+def store(s: Scope, obj: Indexable, idx: Any, x: Any, at: Pos) -> None:
+    name = _name(obj)
+    if not obj.writable:
+        raise ops.error(s, f"`{name}` is read-only (Slice / Tensor); it cannot be assigned",
+                        f"declare it SliceMut[...] / TensorMut[...] to write to it")
+    item = _item(obj)
+    if isinstance(item, Atomic):
+        raise ops.error(s, f"`{name}` holds atomics; plain assignment is not atomic",
+                        f"write `{name}[i].store(v)` (or fetch_add, swap, ...)")
+    v = ops._item_value(s, x, item)
+    s.at(*at)
+    ptr, _ = element_ptr(s, obj, idx)
+    s.register("memory.store", [ptr, v])
+
+
+def _item(obj: Indexable) -> Ty | Atomic:
+    if isinstance(obj, SliceView):
+        return _item(obj.base)
+    return _pointee_array(obj).item
+
+
+def _name(obj: Indexable) -> str:
+    return obj.name
+
+
+def length(s: Scope, obj: Indexable) -> RV:
+    if isinstance(obj, SliceView):
+        return RV(obj.length)
+    if isinstance(obj, ArrayRef):
+        return RV(ops._const(s, obj.length, U32))
+    return RV(s.emit("buffer.len", [obj.v], U32))
+
+
+def subslice(s: Scope, obj: Any, lower: Any, upper: Any, at: Pos) -> SliceView:
+    """`x[a:b]` (either bound may be left out): a view with its own `len()`."""
+    s.at(*at)
+    obj = ops.read(s, obj)
+    if not isinstance(obj, (BufferRef, ArrayRef, SliceView)):
+        raise ops.error(s, f"{ops._describe(obj)} cannot be sliced",
+                        "slice a buffer, tensor, array or another slice: x[a:b]")
+    start = ops._index(s, 0 if lower is None else lower)
+    end = length(s, obj).v if upper is None else ops._index(s, upper)
+    n = s.emit("arith.sub", [end, start], U32)
+    if isinstance(obj, SliceView):
+        start = s.emit("arith.add", [obj.start, start], U32)
+        base = obj.base
+    else:
+        base = obj
+    return SliceView(base, start, n, obj.writable, f"{obj.name}[a:b]")
+
+
+# -- methods -----------------------------------------------------------------------------------
+_RMW = {"fetch_add": "add", "fetch_sub": "sub", "fetch_min": "min", "fetch_max": "max",
+        "fetch_and": "and", "fetch_or": "or", "fetch_xor": "xor", "swap": "swap"}
+
+
+def atomic_method(s: Scope, ref: AtomicRef, name: str, args: Sequence[Any]) -> Any:
+    ptr_ty = ref.ptr.type
+    assert isinstance(ptr_ty, Pointer) and isinstance(ptr_ty.pointee, Atomic)
+    ty = ptr_ty.pointee.value_ty
+
+    def arg(x: Any) -> Value:
+        v = ops.value(s, x, ty)
+        if ops._ty(v) != ty:
+            raise ops.error(s, f"`{name}` on an atomic {ty} got a {ops._ty(v)}",
+                            f"cast: {ty.elem.value}(x)")
+        return v
+
+    if name == "load" and not args:
+        return RV(s.emit("atomic.load", [ref.ptr], ty))
+    if name == "store" and len(args) == 1:
+        s.register("atomic.store", [ref.ptr, arg(args[0])])
+        return None
+    if name in _RMW and len(args) == 1:
+        return RV(s.emit("atomic.rmw", [ref.ptr, arg(args[0])], ty, kind=_RMW[name]))
+    if name == "compare_exchange_weak" and len(args) == 2:
+        return RV(s.emit("atomic.cas", [ref.ptr, arg(args[0]), arg(args[1])], ty))
+    raise ops.error(s, f"`.{name}(...)` with {len(args)} argument(s) is not an atomic method",
+                    "available: load(), store(v), swap(v), fetch_add/sub/min/max/and/or/xor(v), "
+                    "compare_exchange_weak(expected, new)")
+
+
+def buffer_method(s: Scope, obj: Indexable, name: str, args: Sequence[Any]) -> Any:
+    if name == "len" and not args:
+        return length(s, obj)
+    if isinstance(obj, BufferRef) and obj.tensor:
+        if name == "rank" and not args:
+            return RV(s.emit("tensor.rank", [obj.v], U32))
+        if name in ("shape", "stride") and len(args) == 1:
+            axis = ops._index(s, args[0])
+            return RV(s.emit(f"tensor.{name}", [obj.v, axis], U32))
+        raise ops.error(s, f"`{obj.name}.{name}(...)` is not a tensor method",
+                        "available: shape(d), stride(d), rank(), len()")
+    raise ops.error(s, f"`{_name(obj)}.{name}(...)` is not a method here",
+                    "available: len() (tensors also have shape(d), stride(d), rank())")
+
+
+def vector_component(s: Scope, v: Value, idx: Any) -> Any:
+    ty = ops._ty(v)
+    idx = ops.read(s, idx)
+    if not isinstance(idx, int) or isinstance(idx, bool):
+        raise ops.error(s, "a vector component index must be a comptime int",
+                        "write v[0] .. v[3] (or unroll the loop over components)")
+    if not 0 <= idx < ty.width:
+        raise ops.error(s, f"component {idx} of a vector of width {ty.width}")
+    return RV(s.emit("vector.extract", [v], Ty(ty.elem), index=idx))
+
+
+__all__ = ["new_array", "load", "store", "subslice", "atomic_method", "buffer_method",
+           "vector_component", "Elem"]
