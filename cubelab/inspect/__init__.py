@@ -27,7 +27,8 @@ from cubelab.runtime.kernel import CubeDim, ExecutionMode, KernelId
 
 __all__ = ["expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
            "Compiled", "source", "explain", "default_instance", "instance_from_id",
-           "correspondence", "view", "show", "CacheStats", "BufferStates", "LaunchLog", "msl"]
+           "correspondence", "view", "show", "CacheStats", "BufferStates", "LaunchLog", "msl",
+           "trace", "Trace", "TraceStep"]
 
 
 def expanded(kernel: CubeFunction) -> str:
@@ -227,3 +228,7 @@ from cubelab.inspect import live  # noqa: E402
 from cubelab.inspect.lines import Correspondence, correspondence as _correspondence  # noqa: E402
 from cubelab.inspect.live import BufferStates, CacheStats, LaunchLog  # noqa: E402
 from cubelab.inspect.render import show, view  # noqa: E402
+
+
+# The CPU runtime's step-through (runs a launch for real; see inspect/trace.py).
+from cubelab.inspect.trace import Trace, TraceStep, trace  # noqa: E402

@@ -314,7 +314,9 @@ class Plan:
             step = self._op(op, depth)
             if self.traced and op.name not in ("scf.if", "scf.for", "scf.while",
                                                 "scf.condition"):
-                step = _traced(step, op, depth)
+                role = "ABSOLUTE_POS" if op.results and op.results[0].id in self.lane_ids \
+                    else ""
+                step = _traced(step, op, depth, role)
             steps.append(step)
         steps_t = tuple(steps)
 
@@ -357,7 +359,7 @@ class Plan:
                 self.body(ctx, None)
 
 
-def _traced(step: Step, op: Op, depth: int) -> Step:
+def _traced(step: Step, op: Op, depth: int, role: str = "") -> Step:
     is_store = op.name in ("memory.store", "atomic.store")
 
     def run(ctx: Ctx, mask: Any) -> None:
@@ -367,7 +369,7 @@ def _traced(step: Step, op: Op, depth: int) -> Step:
             if is_store:
                 tracer.record(op, depth, ctx, mask, ctx.env[op.operands[1].id], True)
             else:
-                tracer.record(op, depth, ctx, mask)
+                tracer.record(op, depth, ctx, mask, note=role)
 
     return run
 

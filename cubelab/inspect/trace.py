@@ -1,0 +1,156 @@
+"""Step through a launch: every op a chosen unit executed, its value, its IR and its kernel line.
+
+    t = cubelab.inspect.trace(saxpy.launch[f32], client, CubeCount.Static(2), CubeDim.new_1d(4),
+                              4, 2.0, BufferArg.from_raw_parts(x, 32),
+                              BufferArg.from_raw_parts(y, 32), units=[5])
+    t.current            # TraceStep of the cursor (starts at the first step)
+    t.forward(); t.back(); t.goto(7); t.select(unit)   # navigation (returns the new step)
+    t.steps_of(5)        # every TraceStep of unit 5, in order
+    t.table()            # the same as text, one line per step
+
+The launch runs on the CPU runtime (it is the one that can watch a unit), for real: the buffers
+are written as by an ordinary launch. A client of another runtime is refused with a hint. Only
+the one launch is traced — the server builds an instrumented plan for it; ordinary launches keep
+running the plain plan, so tracing costs nothing when it is not used.
+
+Shape of the data (all plain: ints, floats, bools, lists, strings — JSON-ready via `to_dict`):
+`Trace.steps[unit]` is a list of `TraceStep(index, unit, op, ir, result, value, operands, line,
+source, depth, note)` — see `cubelab.runtime.cpu.trace.TraceStep`. A unit's list holds only the
+ops it executed while active: a branch it skipped has no steps, a loop body appears once per
+iteration (the `scf.for` step before each iteration carries the loop index in `value`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from cubelab.errors import CubeError
+from cubelab.runtime.cpu import LaunchReport, cpu_server
+from cubelab.runtime.cpu.trace import TraceStep
+
+__all__ = ["Trace", "TraceStep", "trace"]
+
+
+@dataclass
+class Trace:
+    kernel: str
+    units: tuple[int, ...]
+    steps: dict[int, list[TraceStep]]
+    ir: str
+    source_lines: list[str]
+    first_line: int
+    report: LaunchReport
+    truncated: bool = False
+    unit: int = 0
+    position: int = 0
+    _history: list[tuple[int, int]] = field(default_factory=list, repr=False)
+
+    # -- navigation ---------------------------------------------------------------------------
+    def steps_of(self, unit: int | None = None) -> list[TraceStep]:
+        u = self.unit if unit is None else unit
+        if u not in self.steps:
+            raise KeyError(f"unit {u} was not traced; traced units: {list(self.units)}")
+        return self.steps[u]
+
+    @property
+    def current(self) -> TraceStep | None:
+        s = self.steps_of()
+        return s[self.position] if 0 <= self.position < len(s) else None
+
+    def __len__(self) -> int:
+        return len(self.steps_of())
+
+    def goto(self, position: int) -> TraceStep | None:
+        n = len(self.steps_of())
+        self.position = max(0, min(position, n - 1)) if n else 0
+        return self.current
+
+    def forward(self, n: int = 1) -> TraceStep | None:
+        return self.goto(self.position + n)
+
+    def back(self, n: int = 1) -> TraceStep | None:
+        return self.goto(self.position - n)
+
+    def select(self, unit: int) -> TraceStep | None:
+        """Show another traced unit, at the same position (clamped)."""
+        self.steps_of(unit)
+        self.unit = unit
+        return self.goto(self.position)
+
+    def at_line(self, line: int, unit: int | None = None) -> list[TraceStep]:
+        return [s for s in self.steps_of(unit) if s.line == line]
+
+    def find(self, op: str | None = None, result: str | None = None,
+             unit: int | None = None) -> list[TraceStep]:
+        return [s for s in self.steps_of(unit)
+                if (op is None or s.op == op) and (result is None or s.result == result)]
+
+    # -- output -------------------------------------------------------------------------------
+    def table(self, unit: int | None = None) -> str:
+        rows = []
+        for s in self.steps_of(unit):
+            where = f"line {s.line}" if s.line is not None else "prologue"
+            mark = "▶" if s.index == self.position and (unit is None or unit == self.unit) else " "
+            val = "" if s.value is None else f" = {_show(s.value)}"
+            note = f"   ({s.note})" if s.note else ""
+            rows.append(f"{mark}{s.index:4d} {'  ' * s.depth}{s.ir}{val}   [{where}]{note}")
+        return "\n".join(rows)
+
+    def __str__(self) -> str:
+        return f"trace of `{self.kernel}`, unit {self.unit}:\n{self.table()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kernel": self.kernel, "units": list(self.units), "unit": self.unit,
+            "position": self.position, "truncated": self.truncated, "ir": self.ir,
+            "source_lines": list(self.source_lines), "first_line": self.first_line,
+            "steps": {str(u): [s.to_dict() for s in ss] for u, ss in self.steps.items()},
+            "oob": [str(a) for a in self.report.oob], "prints": list(self.report.prints),
+        }
+
+
+def _show(v: Any) -> str:
+    import numpy as np
+
+    if isinstance(v, float):
+        return str(np.float32(v))
+    if isinstance(v, list):
+        return "[" + ", ".join(_show(x) for x in v) + "]"
+    return str(v)
+
+
+def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
+          units: Iterable[int] = (0,), limit: int = 100_000) -> Trace:
+    """Run `launcher(client, cube_count, cube_dim, *args)` on the CPU runtime, recording every op
+    of the chosen `units` (linear positions in the dispatch, i.e. ABSOLUTE_POS)."""
+    server = cpu_server(client, "trace")
+    units_t = tuple(int(u) for u in units)
+    if not units_t:
+        raise ValueError("trace(..., units=[...]) needs at least one unit")
+    runner = client.device.runner
+    runner.call(server.begin_trace, units_t, limit)
+    try:
+        launcher(client, cube_count, cube_dim, *args)
+    finally:
+        result = runner.call(server.end_trace)
+    if result is None:
+        raise CubeError(
+            "the traced launch did not run (it failed to compile, was gated, skipped, or is a "
+            "dry run); read one of its output buffers to see why")
+    tracer, report, definition = result
+    from cubelab.ir.printer import print_kernel
+
+    t = Trace(definition.name, units_t, tracer.steps, print_kernel(definition),
+              list(definition.source_lines), definition.first_line, report, tracer.truncated,
+              unit=units_t[0])
+    for u in units_t:
+        if u >= _total_units(cube_count, cube_dim):
+            raise ValueError(f"unit {u} is not part of this launch "
+                             f"({_total_units(cube_count, cube_dim)} units)")
+    return t
+
+
+def _total_units(count: Any, dim: Any) -> int:
+    x, y, z = count.as_tuple()
+    return x * y * z * dim.num_units
