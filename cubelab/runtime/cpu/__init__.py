@@ -22,10 +22,10 @@ from typing import Any, Iterator
 from cubelab.errors import CubeError
 from cubelab.runtime.cpu.memory import OOB_MODES, OobAccess
 from cubelab.runtime.cpu.plan import DivergentBarrier, KernelRuntimeError
-from cubelab.runtime.cpu.server import CpuServer, DebugPrinted, LaunchReport
+from cubelab.runtime.cpu.server import CpuServer, DebugPrinted, LaunchReport, OutOfBoundsWrite
 
 __all__ = ["CpuServer", "DebugPrinted", "DivergentBarrier", "KernelRuntimeError", "LaunchReport",
-           "LaunchResults", "OOB_MODES", "OobAccess", "cpu_server", "oob_mode", "set_oob_mode",
+           "LaunchResults", "OOB_MODES", "OobAccess", "OutOfBoundsWrite", "cpu_server", "oob_mode", "set_oob_mode",
            "launch_results"]
 
 
