@@ -355,6 +355,7 @@ def every_op_kernel() -> KernelDefinition:
     s.emit("plane.vote", [flag], BOOL, kind="all")
     s.emit("plane.broadcast", [red, bi["subgroup_invocation_id"]], F32)
     elect = s.emit("plane.elect", [], BOOL)
+    s.register("debug.print", [e0, r], format="e0 = {}, r = {}, n = {}\n", args=[None, None, 3])
     # if / else
     op = s.register("scf.if", [elect])
     then_b, else_b = Block(), Block()
@@ -463,7 +464,8 @@ def test_atomics_barriers_and_plane_ops_use_the_metal_names():
                    "threadgroup_barrier(mem_flags::mem_device);", "simd_sum(", "simd_max(",
                    "simd_all(", "simd_shuffle(", "simd_is_first()", "[[threads_per_simdgroup]]",
                    "[[thread_index_in_simdgroup]]", "device atomic<uint32_t> * const",
-                   "while(true) {", "{ break; }"):
+                   "while(true) {", "{ break; }",
+                   '// debug_print("e0 = {}, r = {}, n = {}\\n", v'):
         assert needle in src, needle
 
 

@@ -43,6 +43,7 @@ Traps:
 
 from __future__ import annotations
 
+import json
 import math
 import struct
 from dataclasses import dataclass, field
@@ -103,10 +104,6 @@ _MATH = {
     "sinh": "sinh", "cosh": "cosh", "asin": "asin", "acos": "acos", "atan": "atan",
     "fract": "fract", "sign": "sign", "saturate": "saturate",
 }
-
-
-def scalar_type(elem: Elem) -> str:
-    return _SCALAR[elem]
 
 
 def msl_type(ty: object) -> str:
@@ -556,6 +553,16 @@ class _Emitter:
     def op_plane_elect(self, op: Op) -> None:
         self.let(op, "simd_is_first()")
 
+    def op_debug_print(self, op: Op) -> None:
+        # Metal cannot print here (CubeCL's `os_log_default.log` needs Metal 3.2 and a log
+        # state); the CPU runtime prints. The comment keeps the call visible where it was.
+        runtime = iter(op.operands)
+        args = [self.value(next(runtime)) if t is None else
+                (json.dumps(t) if isinstance(t, str) else repr(t))
+                for t in op.attrs.get("args", ())]
+        shown = ", ".join([json.dumps(str(op.attrs["format"])), *args])
+        self.line(f"// debug_print({shown}) -- printed by Device.cpu() only")
+
     def op_scf_if(self, op: Op) -> None:
         self.line(f"if({self.value(op.operands[0])}) {{")
         self.block(op.regions[0])
@@ -592,12 +599,6 @@ class _Emitter:
 
     def op_scf_condition(self, op: Op) -> None:
         self.line(f"if(!{self.value(op.operands[0])}) {{ break; }}")
-
-    def op_debug_print(self, op: Op) -> None:
-        args = ", ".join(self.value(v) for v in op.operands)
-        fmt = str(op.attrs.get("format", "")).replace("*/", "* /").replace("\n", " ")
-        self.line(f"// debug_print({fmt!r}{', ' + args if args else ''}): prints only on the "
-                  "CPU runtime")
 
 
 # The ops this target lowers; `tests/test_msl.py` checks it covers `ir.core.OPS`.
