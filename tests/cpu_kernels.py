@@ -30,3 +30,92 @@ def off_by_one(x: Slice[f32], out: SliceMut[f32]):
 @cube(launch_unchecked=True)
 def write_past_the_end(out: SliceMut[f32]):
     out[ABSOLUTE_POS] = f32(1.0)
+
+
+@cube(launch=True)
+def i32_ops(a: Slice[i32], b: Slice[i32], q: SliceMut[i32], r: SliceMut[i32],
+            w: SliceMut[i32], s: SliceMut[i32]):
+    """Division truncates toward zero, x // 0 == x, x % 0 == 0; arithmetic wraps."""
+    i = ABSOLUTE_POS
+    q[i] = a[i] // b[i]
+    r[i] = a[i] % b[i]
+    w[i] = a[i] * b[i] + a[i]
+    s[i] = (a[i] << u32(b[i])) ^ (a[i] >> u32(b[i]))
+
+
+@cube(launch=True)
+def u32_ops(a: Slice[u32], b: Slice[u32], q: SliceMut[u32], r: SliceMut[u32],
+            w: SliceMut[u32], s: SliceMut[u32]):
+    i = ABSOLUTE_POS
+    q[i] = a[i] // b[i]
+    r[i] = a[i] % b[i]
+    w[i] = a[i] * b[i] + a[i]
+    s[i] = (a[i] << b[i]) ^ (a[i] >> b[i])
+
+
+@cube(launch=True)
+def f32_ops(a: Slice[f32], b: Slice[f32], rem: SliceMut[f32], math: SliceMut[f32],
+            to_int: SliceMut[i32]):
+    i = ABSOLUTE_POS
+    rem[i] = a[i] % b[i]
+    math[i] = sqrt(abs(a[i])) * exp(b[i] * f32(0.125)) + f32(0.1) * a[i]
+    to_int[i] = i32(a[i] / b[i])
+
+
+@cube(launch=True)
+def collatz(n: Slice[u32], steps: SliceMut[u32]):
+    """A per-unit while loop with a data-dependent trip count and a break."""
+    x = n[ABSOLUTE_POS]
+    k = u32(0)
+    while x != 1:
+        if x % 2 == 0:
+            x = x // 2
+        else:
+            x = 3 * x + 1
+        k += 1
+        if k >= 100:
+            break
+    steps[ABSOLUTE_POS] = k
+
+
+@cube(launch=True)
+def early_return(x: Slice[f32], out: SliceMut[f32]):
+    if x[ABSOLUTE_POS] < 0.0:
+        out[ABSOLUTE_POS] = f32(-1.0)
+        return
+    out[ABSOLUTE_POS] = sqrt(x[ABSOLUTE_POS])
+
+
+@cube(launch=True)
+def skip_multiples_of_three(out: SliceMut[u32]):
+    """A loop whose bound differs per unit, with a per-unit continue."""
+    acc = u32(0)
+    for i in range(ABSOLUTE_POS + 1):
+        if i % 3 == 0:
+            continue
+        acc += i
+    out[ABSOLUTE_POS] = acc
+
+
+@cube(launch=True)
+def block_sum(x: Slice[f32], out: SliceMut[f32]):
+    """Tree reduction of each cube's 256 values in shared memory."""
+    sm = SharedMemory[f32](256)
+    sm[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_cube()
+    s = u32(128)
+    while s > 0:
+        if UNIT_POS < s:
+            sm[UNIT_POS] = sm[UNIT_POS] + sm[UNIT_POS + s]
+        sync_cube()
+        s = s // 2
+    if UNIT_POS == 0:
+        out[CUBE_POS] = sm[0]
+
+
+@cube(launch=True)
+def histogram(x: Slice[u32], hist: SliceMut[Atomic[u32]], old: SliceMut[u32],
+              top: SliceMut[Atomic[u32]]):
+    b = x[ABSOLUTE_POS] % 16
+    old[ABSOLUTE_POS] = hist[b].fetch_add(u32(1))
+    top[0].fetch_max(x[ABSOLUTE_POS])
