@@ -119,3 +119,11 @@ def histogram(x: Slice[u32], hist: SliceMut[Atomic[u32]], old: SliceMut[u32],
     b = x[ABSOLUTE_POS] % 16
     old[ABSOLUTE_POS] = hist[b].fetch_add(u32(1))
     top[0].fetch_max(x[ABSOLUTE_POS])
+
+
+@cube(launch=True)
+def barrier_in_a_uniform_branch(out: SliceMut[u32]):
+    """Every unit of cube 0 reaches the barrier, no unit of cube 1 does: uniform per cube."""
+    if CUBE_POS < 1:
+        sync_cube()
+    out[ABSOLUTE_POS] = UNIT_POS

@@ -62,15 +62,15 @@ class DebugLog:
 
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.CompileFinished):
-            source = event.source
+            source, lang = event.source, event.target  # the CPU runtime's source is its IR
             if self.target != event.target and self.target in event.extra_sources:
-                source = event.extra_sources[self.target]
+                source, lang = event.extra_sources[self.target], self.target
             self._write(
                 "[START_KERNEL_COMPILATION]\n"
                 f"name: {event.kernel_id.type}\n"
                 f"id: {event.kernel_id.debug()}\n"
                 "source:\n"
-                f"```{self.target}\n{source.rstrip()}\n```\n"
+                f"```{lang}\n{source.rstrip()}\n```\n"
                 "[END_KERNEL_COMPILATION]\n\n"
             )
         elif isinstance(event, ev.ProfileSample):
