@@ -60,6 +60,9 @@ class Failure:
         return Failure(self.kernel, self.error, self.launch_seq, self.skipped + (kernel,))
 
 
+_CLAIMED = Failure("(a launch in flight)", LaunchInFlight(
+    "a launch claimed this buffer and has not finished"), 0, provisional=True)
+
 #: What a scope body returns to say "the work never touched the buffers" (a zero dynamic count):
 #: the write set goes back to exactly the state it had before the claim.
 UNTOUCHED = object()
@@ -86,6 +89,8 @@ class FailureLedger:
         return "claimed" if f.provisional else "failed"
 
     def read_failure(self, handles: Iterable["Handle"]) -> tuple["Handle", Failure] | None:
+        if not self._entries:
+            return None
         for h in handles:
             found = self._entries.get(h.id)
             if found is not None:
@@ -105,6 +110,8 @@ class FailureLedger:
             self._entries[h.id] = (failure, name)
 
     def snapshot(self, written: list[tuple["Handle", str]]) -> list[tuple[Failure, str] | None]:
+        if not self._entries:
+            return [None] * len(written)
         return [self._entries.get(h.id) for h, _ in written]
 
     def restore(self, written: list[tuple["Handle", str]],
@@ -177,10 +184,10 @@ class ExecuteScope:
             return ExecuteScope(ledger, bus, launch, written, True, root)
         scope = ExecuteScope(ledger, bus, launch, written, False, None)
         scope._before = ledger.snapshot(written)
-        ledger.put(written, Failure(launch.kernel, LaunchInFlight(
-            f"launch of `{launch.kernel}` (#{launch.launch_seq}) claimed this buffer and never "
-            "finished"), launch.launch_seq, provisional=True))
-        if bus.active and written:
+        # The claim itself is one shared marker (a launch costs no allocation for it); a body
+        # that raises replaces it with a provisional failure that names the launch and why.
+        ledger.put(written, _CLAIMED)
+        if written and bus.wants(ev.BufferClaimed):
             bus.publish(ev.BufferClaimed(launch.kernel, _ids(written), launch.launch_seq))
         return scope
 
@@ -201,8 +208,10 @@ class ExecuteScope:
         except BaseException as exc:
             # Interrupted mid-body: keep the claim (nobody knows what was written), but let the
             # reader see why.
-            self.ledger.put(self.written, Failure(
-                self.launch.kernel, exc, self.launch.launch_seq, provisional=True))
+            self.ledger.put(self.written, Failure(self.launch.kernel, LaunchInFlight(
+                f"launch of `{self.launch.kernel}` (#{self.launch.launch_seq}) claimed this "
+                f"buffer and never finished: {type(exc).__name__}: {exc}"),
+                self.launch.launch_seq, provisional=True))
             if self.bus.active and self.written:
                 self.bus.publish(ev.BufferFailed(self.launch.kernel, _ids(self.written), exc,
                                                  self.launch.kernel, self.launch.launch_seq))
@@ -225,9 +234,10 @@ class ExecuteScope:
             fail_buffers(self.ledger, self.bus, self.launch, self.written, result)
             return False
         self.ledger.clear(self.written)
-        if self.bus.active and self.written:
-            self.bus.publish(ev.BufferReleased(self.launch.kernel, _ids(self.written),
-                                               self.launch.launch_seq))
+        if self.written and self.bus.active:
+            if self.bus.wants(ev.BufferReleased):
+                self.bus.publish(ev.BufferReleased(self.launch.kernel, _ids(self.written),
+                                                   self.launch.launch_seq))
             repaired = tuple(h.id for (h, _), old in zip(self.written, self._before)
                              if old is not None and not old[0].provisional)
             if repaired:

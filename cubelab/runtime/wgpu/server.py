@@ -128,7 +128,8 @@ class WgpuServer(Server):
         self.buffers: dict[int, Any] = {}
         self._info: dict[bytes, Any] = {}
         self._groups: dict[tuple[Any, ...], Any] = {}
-        self._open: dict[int, tuple[Any, Any]] = {}  # stream -> (encoder, open compute pass)
+        # stream -> [encoder, open compute pass, pipeline set last, bind group set last]
+        self._open: dict[int, list[Any]] = {}
         self._barrier = self.device.create_buffer(size=4, usage=self._usage)
         self._async_errors: list[str] = []
         _install_log_filter(self)
@@ -218,12 +219,16 @@ class WgpuServer(Server):
 
     # -- dispatch -----------------------------------------------------------------------------
     def _group(self, entry: PipelineEntry, bindings: Bindings) -> Any:
-        info_bytes = entry.compiled.info.pack(bindings.scalars, bindings.lengths(),
-                                              bindings.tensor_meta())
-        key = (entry.kernel_id, tuple(b.handle.id for b in bindings.buffers), info_bytes)
+        # Keyed on what the info block is made of, so a cache hit packs nothing.
+        buffers = bindings.buffers
+        key = (entry.kernel_id, tuple([(b.handle.id, b.items, b.shape, b.strides)
+                                       for b in buffers]),
+               tuple([(k, *v) for k, v in bindings.scalars.items()]))
         group = self._groups.get(key)
         if group is not None:
             return group
+        info_bytes = entry.compiled.info.pack(bindings.scalars, bindings.lengths(),
+                                              bindings.tensor_meta())
         info = self._info.get(info_bytes)
         if info is None:
             if len(self._info) >= _CACHE_LIMIT:
@@ -248,11 +253,17 @@ class WgpuServer(Server):
         open_ = self._open.get(stream)
         if open_ is None:
             encoder = self.device.create_command_encoder()
-            open_ = self._open[stream] = (encoder, encoder.begin_compute_pass())
+            open_ = self._open[stream] = [encoder, encoder.begin_compute_pass(), None, None]
         p = open_[1]
         try:
-            p.set_pipeline(entry.pipeline)
-            p.set_bind_group(0, group)
+            # Each wgpu-py call costs several µs of Python: a run of launches of one kernel on
+            # the same buffers re-encodes only the dispatch.
+            if open_[2] is not entry.pipeline:
+                p.set_pipeline(entry.pipeline)
+                open_[2] = entry.pipeline
+            if open_[3] is not group:
+                p.set_bind_group(0, group)
+                open_[3] = group
             if count.handle is not None:
                 p.dispatch_workgroups_indirect(self.buffers[count.handle.id], 0)
             else:
@@ -272,7 +283,7 @@ class WgpuServer(Server):
         open_ = self._open.pop(stream, None)
         if open_ is None:
             return
-        encoder, p = open_
+        encoder, p = open_[0], open_[1]
         p.end()
         self.queue.submit([encoder.finish()])
         errs = self.take_async_errors()
