@@ -48,3 +48,14 @@ def scale_slow(x: Slice[f32], out: SliceMut[f32], a: f32, rounds: u32):
         for i in range(rounds):
             acc = acc * f32(0.5) + x[ABSOLUTE_POS]
         out[ABSOLUTE_POS] = x[ABSOLUTE_POS] * a + (acc - acc)
+
+
+@cube(launch=True)
+def too_much_shared(out: SliceMut[f32]):
+    """Two tiles that each fit in a cube's shared memory, but not together."""
+    a = SharedMemory[f32](3000)
+    b = SharedMemory[f32](3000)
+    a[UNIT_POS] = f32(1.0)
+    b[UNIT_POS] = f32(2.0)
+    sync_cube()
+    out[ABSOLUTE_POS] = a[UNIT_POS] + b[UNIT_POS]

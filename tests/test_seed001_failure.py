@@ -243,3 +243,14 @@ def test_wgpus_logged_errors_become_failures_not_log_lines(wgpu_client, caplog):
             client.sync()
     assert not [r for r in caplog.records if "asynchronous" in r.getMessage()]
     client.sync()  # reported once
+
+
+def test_too_much_shared_memory_is_a_compile_failure_on_the_written_buffers(client):
+    from seed001_kernels import too_much_shared
+
+    out = floats(client, np.zeros(8))
+    too_much_shared.launch(client, *one_cube(), arg(out))
+    with pytest.raises(BufferFailure) as info:
+        client.check([out])
+    assert isinstance(info.value.cause, ResourceError)
+    assert "24000 bytes of shared memory" in str(info.value)

@@ -294,6 +294,21 @@ class Server:
                 "the reduction with SharedMemory and sync_cube(), or run on an adapter with "
                 "subgroups")
 
+    def check_shared_memory(self, definition: KernelDefinition) -> None:
+        """Refuse a kernel whose shared memory, all declarations together, exceeds a cube's."""
+        limit = getattr(self.properties, "max_shared_memory", None)
+        if limit is None:
+            return
+        total = 0
+        for op in definition.walk():
+            if op.name == "shared.declare":
+                arr = op.result.type.pointee  # type: ignore[attr-defined]
+                total += arr.length * arr.item.size
+        if total > limit:
+            raise ResourceError(
+                f"kernel `{definition.name}` declares {total} bytes of shared memory; a cube on "
+                f"this device has {limit}. Use smaller tiles.")
+
     def compile(self, kernel: CubeKernel, kernel_id: KernelId, seq: int) -> "_Compiled":
         self.bus.publish(ev.CompileStarted(kernel.name, kernel_id, seq))
         t0 = time.perf_counter()
@@ -308,6 +323,7 @@ class Server:
             tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             raise ExpansionPanicked(f"expansion of kernel `{kernel.name}` panicked: {tb}") from exc
         self.check_features(definition)
+        self.check_shared_memory(definition)
         t1 = time.perf_counter()
         expanded_ir = print_kernel(definition)
         records = self.passes(kernel_id).run(definition, record=True)
