@@ -128,3 +128,38 @@ def test_ledgers_render_their_snapshots_for_notebook_and_terminal(client):
             v = I.view(ledger)
             assert v.text() and "cubelab-code" in v.html()
         assert "3 compiles, 1 hits" in I.view(stats).text()
+
+
+def test_the_views_ledgers_make_no_launch_build_events_they_do_not_show():
+    from cubelab.runtime import events as ev
+
+    bus = ev.EventBus()
+    with I.CacheStats(bus), I.BufferStates(bus):
+        assert bus.wants(ev.CacheHit) and bus.wants(ev.BufferFailed)
+        assert not bus.wants(ev.LaunchIssued) and not bus.wants(ev.LaunchDispatched)
+        assert not bus.wants(ev.BufferClaimed) and not bus.wants(ev.BufferReleased)
+    with I.BufferStates(bus, claims=True):
+        assert bus.wants(ev.BufferClaimed) and bus.wants(ev.BufferReleased)
+
+
+def test_with_claims_repeated_successful_writes_fold_into_one_history_line(client):
+    with I.BufferStates(client.events, claims=True) as states:
+        out = _buf(client)
+        for v in (1.0, 2.0, 3.0):
+            fill.launch(client, CubeCount.Static(1), CubeDim.new_1d(4),
+                        BufferArg.from_raw_parts(out, 4), v)
+        client.read_one(out)
+        b = states.snapshot().get(out.id)
+    assert b.state == "clean" and b.kernel == "Fill"
+    assert [(h.state, h.count) for h in b.history] == [("clean", 1), ("clean", 3)]
+    assert b.history[-1].detail == "written by 3 successful launches"
+
+
+def test_a_ledger_records_on_the_device_thread_without_python_code():
+    from cubelab.runtime import events as ev
+
+    bus = ev.EventBus()
+    stats = I.CacheStats(bus)
+    (fn, _kinds), = bus._subs
+    assert fn == stats._queue.append  # a C method: no lock, no frame on the device thread
+    stats.close()

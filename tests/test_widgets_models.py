@@ -172,12 +172,12 @@ def test_many_events_coalesce_into_few_redraws(client):
     for _ in range(3):
         quiz(client)
     client.sync()
-    events = cm.stats.version
     deadline = time.monotonic() + 10
     while 'data-compiles="9"' not in cm.total.value:
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    assert ui.redraws < events
+    events = cm.stats.version  # events folded in: compiles, hits, cache clears
+    assert events >= 15 and ui.redraws < events
     cm.close()
     ui.stop()
 

@@ -385,7 +385,7 @@ class Server:
                 return
             entry = compiled.entry
             self.pipelines[kernel_id] = entry
-        else:
+        elif self.bus.wants(ev.CacheHit):
             self.bus.publish(ev.CacheHit(kernel.name, kernel_id, entry.entry, seq))
 
         if mode is LaunchMode.Skip:
@@ -462,7 +462,7 @@ class Server:
             return None
 
         scope.execute(body)
-        if dispatched and self.bus.active:
+        if dispatched and self.bus.wants(ev.LaunchDispatched):
             self.bus.publish(ev.LaunchDispatched(info.kernel, info.kernel_id, entry.entry,
                                                  count.as_tuple(), info.launch_seq))
         return dispatched

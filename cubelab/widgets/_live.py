@@ -4,10 +4,11 @@ launch").
 Events arrive on the device thread. A widget trait update costs ~110 µs and a display update
 ~370 µs, so touching a widget there would slow every launch. Instead:
 
-1. a ledger (`cubelab.inspect.live`) records each event under a lock (about a microsecond) and
-   pokes a `threading.Event`;
-2. one UI thread per view set (`UiThread`) wakes on the poke, redraws every view whose ledgers
-   moved, then sleeps `1/hz` — at most 10 redraws a second however many launches happen;
+1. a ledger (`cubelab.inspect.live`) subscribes with a bare `deque.append` — on the device
+   thread an event costs a C call, no lock, no Python frame;
+2. one UI thread per view set (`UiThread`) looks at its views ten times a second; a view whose
+   ledgers have queued events folds them (`snapshot()`) and redraws — at most 10 redraws a
+   second however many launches happen, and none while nothing happens;
 3. exactly one thread mutates a given widget at a time (`LiveView._render_lock`); user clicks
    arrive on the kernel's main thread and take the same lock.
 
@@ -26,13 +27,13 @@ __all__ = ["UiThread", "LiveView", "default_ui"]
 
 
 class UiThread:
-    """Wakes when a ledger changes and redraws dirty views, at most `hz` times a second."""
+    """Looks at its views `hz` times a second and redraws the ones whose ledgers moved."""
 
     def __init__(self, hz: float = 10.0, name: str = "cubelab-ui") -> None:
         self.period = 1.0 / hz
         self.name = name
         self._views: "weakref.WeakSet[LiveView]" = weakref.WeakSet()
-        self._wake = threading.Event()
+        self._has_views = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
@@ -40,6 +41,7 @@ class UiThread:
 
     def add(self, view: "LiveView") -> None:
         self._views.add(view)
+        self._has_views.set()
         with self._start_lock:
             if self._thread is None or not self._thread.is_alive():
                 self._stop.clear()
@@ -49,27 +51,24 @@ class UiThread:
     def remove(self, view: "LiveView") -> None:
         self._views.discard(view)
 
-    def poke(self) -> None:
-        self._wake.set()
-
     def stop(self) -> None:
         self._stop.set()
-        self._wake.set()
+        self._has_views.set()
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait()
-            if self._stop.is_set():
-                return
-            self._wake.clear()
-            for view in list(self._views):
+        while not self._stop.wait(self.period):
+            views = list(self._views)
+            if not views:  # sleep until a view is added instead of polling nothing
+                self._has_views.clear()
+                self._has_views.wait()
+                continue
+            for view in views:
                 if view.dirty():
                     try:
                         view.refresh()
                         self.redraws += 1
                     except Exception:  # noqa: BLE001 - a broken view must not stop the others
                         pass
-            self._stop.wait(self.period)
 
 
 _default_ui: UiThread | None = None
@@ -97,10 +96,6 @@ class LiveView:
         self._seen: list[int] = [-1] * len(self._ledgers)
         self._render_lock = threading.RLock()
         self._ui = (ui or default_ui()) if live else None
-        self._removers = []
-        if self._ui is not None:
-            for ledger in self._ledgers:
-                self._removers.append(ledger.on_change(self._ui.poke))
 
     def _start(self) -> None:
         """Subclasses call this once their widgets exist: first render, then go live."""
@@ -109,13 +104,14 @@ class LiveView:
             self._ui.add(self)
 
     def dirty(self) -> bool:
-        return any(led.version != seen for led, seen in zip(self._ledgers, self._seen))
+        return any(led.pending or led.version != seen
+                   for led, seen in zip(self._ledgers, self._seen))
 
     def refresh(self) -> None:
         """Render the ledgers' snapshots into the widgets (UI thread, or a test)."""
         with self._render_lock:
+            self.render()  # render() snapshots, which folds the queued events in
             self._seen = [led.version for led in self._ledgers]
-            self.render()
 
     def render(self) -> None:
         raise NotImplementedError
@@ -128,8 +124,6 @@ class LiveView:
         """Stop listening (the widget stays on screen, frozen)."""
         if self._ui is not None:
             self._ui.remove(self)
-        for remove in self._removers:
-            remove()
         for led in self._ledgers:
             led.close()
 

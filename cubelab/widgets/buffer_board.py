@@ -1,6 +1,10 @@
 """BufferBoard: every buffer and its seed-001 state — clean, claimed, failed (with the root
 cause), skipped-from, repaired — plus out-of-bounds reports; select a buffer to see its history.
 
+`BufferBoard(client, claims=True)` also shows each claim and release (a launch in flight is
+"claimed"; history counts successful writes); without it a successful launch costs the board
+nothing, which is what keeps an attached board within the ≤ 5 % launch-overhead budget.
+
 Built only from buffer events (BufferCreated/Claimed/Released/Failed/Repaired, LaunchFailed,
 LaunchSkipped, OobReported) through `inspect.BufferStates`.
 """
@@ -23,9 +27,10 @@ __all__ = ["BufferBoard"]
 class BufferBoard(LiveView):
     css_class = "cubelab-buffer-board"
 
-    def __init__(self, client: Any = None, *, live: bool = True, ui: UiThread | None = None) -> None:
+    def __init__(self, client: Any = None, *, claims: bool = False, live: bool = True,
+                 ui: UiThread | None = None) -> None:
         self.client = _client_of(client)
-        self.states = BufferStates(self.client.events)
+        self.states = BufferStates(self.client.events, claims=claims)
         super().__init__([self.states], live=live, ui=ui)
         self.table = W.HTML()
         self.table.add_class("cubelab-buffer-table")

@@ -73,6 +73,7 @@ class _KernelCompiles(Ledger):
 
     def snapshot(self) -> list[ev.CompileFinished]:
         with self._lock:
+            self._drain()
             return list(self.events)
 
 

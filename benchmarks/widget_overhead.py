@@ -1,0 +1,95 @@
+"""Widget overhead: launches per second with and without CacheMonitor + BufferBoard attached.
+
+The views subscribe to the event bus; with nobody subscribed the client does not even build
+event objects, so "without" is the bare launch path. "With" pays for building the events, the
+ledgers' O(1) records under a lock, and the UI thread's redraws (≤ 10 Hz) competing for the GIL —
+everything a notebook user pays. Runs alternate (without, with, without, ...) and the best of
+each is kept, so drift on a shared machine hits both sides alike; the median of the paired
+per-round ratios is printed too (it is the figure least moved by other processes on a busy
+machine). Target: ≤ 5 % slower.
+
+    python benchmarks/widget_overhead.py [--launches 500] [--repeats 20] [--device wgpu|cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+from _common import table, timed
+
+from cubelab import BufferArg, CubeCount, CubeDim, Device
+from cubelab.prelude import f32
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--launches", type=int, default=500)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--device", choices=["wgpu", "cpu"], default="wgpu")
+    args = ap.parse_args()
+    n = args.launches
+    from kernels import saxpy
+
+    from cubelab.widgets import BufferBoard, CacheMonitor, UiThread
+
+    client = (Device.wgpu() if args.device == "wgpu" else Device.cpu()).client()
+    x = client.create_from_slice(f32.as_bytes(np.arange(16, dtype=np.float32)))
+    y = client.create_from_slice(f32.as_bytes(np.ones(16, dtype=np.float32)))
+    xa, ya = BufferArg.from_raw_parts(x, 16), BufferArg.from_raw_parts(y, 16)
+    count, dim = CubeCount.Static(1, 1, 1), CubeDim.new_1d(4)
+    launch = saxpy.launch[f32]
+    launch(client, count, dim, 4, 2.0, xa, ya)  # compile once: we measure cache-hit launches
+    client.sync()
+
+    def run() -> float:
+        def go() -> None:
+            for _ in range(n):
+                launch(client, count, dim, 4, 2.0, xa, ya)
+            client.sync()
+        return timed(go)
+
+    ui = UiThread(hz=10, name="cubelab-ui-bench")
+    configs = {
+        "CacheMonitor + BufferBoard": lambda: [CacheMonitor(client, ui=ui),
+                                               BufferBoard(client, ui=ui)],
+        "  … BufferBoard(claims=True)": lambda: [CacheMonitor(client, ui=ui),
+                                                 BufferBoard(client, claims=True, ui=ui)],
+    }
+    bare: list[float] = []
+    watched: dict[str, list[float]] = {k: [] for k in configs}
+    paired: dict[str, list[float]] = {k: [] for k in configs}
+    events = 0
+    for _ in range(args.repeats):
+        for name, make in configs.items():
+            b = run()
+            bare.append(b)
+            views = make()
+            w = run()
+            watched[name].append(w)
+            paired[name].append(w / b)
+            for v in views:
+                v.refresh()  # fold what is still queued, so the count below is complete
+                events += sum(led.version for led in v._ledgers)
+                v.close()
+    redraws = ui.redraws
+    ui.stop()
+    b = min(bare)
+    rows = [["without views", f"{n / b:,.0f}", f"{b / n * 1e6:.1f}", "1.00", "1.00"]]
+    summary = []
+    for name in configs:
+        w = min(watched[name])
+        ratios = sorted(paired[name])
+        median = ratios[len(ratios) // 2]
+        rows.append([name, f"{n / w:,.0f}", f"{w / n * 1e6:.1f}", f"{w / b:.3f}", f"{median:.3f}"])
+        summary.append(f"{name.strip(' …')}: {(median - 1) * 100:+.1f} %")
+    print(table(f"{n} cache-hit saxpy launches on {client.name()}, {args.repeats} rounds",
+                ["", "launches/s (best)", "µs/launch (best)", "best ratio",
+                 "median paired ratio"], rows))
+    print()
+    print("slowdown with views attached (median of paired rounds; target ≤ 5 %): "
+          + "; ".join(summary) + f". {events} events folded, {redraws} redraws.")
+
+
+if __name__ == "__main__":
+    main()
