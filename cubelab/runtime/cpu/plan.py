@@ -199,6 +199,20 @@ _SYM = {"workgroup_id_x": "W0", "workgroup_id_y": "W1", "workgroup_id_z": "W2",
         "local_invocation_index": "U"}
 
 
+def lane_mins(definition: KernelDefinition, lanes: set[int]) -> dict[int, int]:
+    """`min(ABSOLUTE_POS, bound)` values (what CheckedIo makes of `x[ABSOLUTE_POS]`): id -> the
+    bound's id. Where the bound covers the chunk, the index is the lane number again."""
+    out: dict[int, int] = {}
+    for op in definition.walk():
+        if op.name == "arith.min" and op.results[0].type == Ty(Elem.U32):
+            a, b = op.operands
+            if a.id in lanes:
+                out[op.result.id] = b.id
+            elif b.id in lanes:
+                out[op.result.id] = a.id
+    return out
+
+
 def lane_values(definition: KernelDefinition) -> set[int]:
     """Ids of u32 values provably equal to the lane's linear position (ABSOLUTE_POS): lanes are
     laid out cube-major, so ((W2*N1 + W1)*N0 + W0)*D + U is exactly the lane number."""
@@ -237,6 +251,15 @@ _EFFECTS = {"memory.store", "sync.cube", "sync.storage", "atomic.store", "atomic
             "plane.reduce", "plane.vote", "plane.elect"}
 
 
+class _Ref:
+    """A value id standing in for an operand (liveness only)."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, id: int) -> None:
+        self.id = id
+
+
 def _is_pure(op: Op) -> bool:
     return op.name not in _EFFECTS and op.name.startswith(_PURE_PREFIX) or op.name == \
         "memory.index"
@@ -258,11 +281,22 @@ class Plan:
                 for a in reg.args:
                     top = max(top, a.id)
         self.nvals = top + 1
+        self._buffer_ids = {b.value.id for b in definition.buffers}
+        self.uniform_ids: set[int] = set()
         self.lane_ids = lane_values(definition)
+        self.lane_min = lane_mins(definition, self.lane_ids)
         self.needed = self._liveness() if not traced else None
         self.used_results = {o.id for op in definition.walk() for o in op.operands}
         self.written = self._written_buffers()
         self.shared_bytes = 0
+        # Values that are the same for every unit of a launch and depend only on its scalars,
+        # lengths and grid (constants, `x.len() - 1`, `Vector.new(a)`, ...) are computed once per
+        # distinct launch signature and reused, instead of once per chunk: on a small launch
+        # they are half of the steps. (The traced plan keeps them as steps, to show them.)
+        self.uniform_ops = self._uniform_ops() if not traced else []
+        self.uniform_ids = {op.results[0].id for op in self.uniform_ops}
+        self._uniform_steps = tuple(self._op(op, 0) for op in self.uniform_ops)
+        self._uniform_cache: dict[Any, list[tuple[int, Any]]] = {}
         self.body = self._block(definition.body, 0)
         from cubelab.runtime.properties import DeviceProperties
 
@@ -285,11 +319,56 @@ class Plan:
                     continue
                 if op.results and op.results[0].id in self.lane_ids:
                     continue  # computed from the lane number directly, operands not needed
-                for o in op.operands:
+                operands = list(op.operands)
+                if op.name == "memory.index" and operands[1].id in self.lane_min:
+                    # the index step clamps the lane number itself when it must
+                    operands[1] = _Ref(self.lane_min[operands[1].id])
+                for o in operands:
                     if o.id not in needed:
                         needed.add(o.id)
                         changed = True
         return needed
+
+    def _uniform_ops(self) -> list[Op]:
+        uniform: set[int] = set()
+        out: list[Op] = []
+        for op in self.definition.walk():
+            if len(op.results) != 1 or op.regions or not isinstance(op.results[0].type, Ty):
+                continue
+            r = op.results[0].id
+            if self.needed is not None and r not in self.needed:
+                continue
+            name = op.name
+            if name in ("arith.constant", "info.scalar", "buffer.len", "tensor.rank") or (
+                    name == "builtin.read" and (op.attrs.get("name", "").startswith(
+                        "num_workgroups_") or op.attrs.get("name") == "subgroup_size")):
+                ok = all(o.id in uniform or o.id in self._buffer_ids for o in op.operands)
+            elif name.startswith(("arith.", "math.", "vector.")) and r not in self.lane_ids:
+                ok = bool(op.operands) and all(o.id in uniform for o in op.operands)
+            else:
+                ok = False
+            if ok:
+                uniform.add(r)
+                out.append(op)
+        return out
+
+    def _uniform_values(self, launch: LaunchState) -> list[tuple[int, Any]]:
+        key = (launch.count, tuple(m.length for m in launch.mems),
+               tuple((k, tuple(v)) for k, v in launch.scalars.items()),
+               tuple((m.shape, m.strides) for m in launch.mems if m.shape))
+        found = self._uniform_cache.get(key)
+        if found is not None:
+            return found
+        ctx = Ctx(self.nvals, launch, 0, 1)
+        for b, mem in zip(self.definition.buffers, launch.mems):
+            ctx.env[b.value.id] = mem
+        for step in self._uniform_steps:
+            step(ctx, None)
+        values = [(op.results[0].id, ctx.env[op.results[0].id]) for op in self.uniform_ops]
+        if len(self._uniform_cache) > 1024:
+            self._uniform_cache.clear()
+        self._uniform_cache[key] = values
+        return values
 
     def _written_buffers(self) -> set[int]:
         """Binding indices of buffers this kernel stores to (or updates atomically)."""
@@ -310,6 +389,8 @@ class Plan:
         for op in block.ops:
             if self.needed is not None and _is_pure(op) and op.results and \
                     op.results[0].id not in self.needed:
+                continue
+            if op.results and op.results[0].id in self.uniform_ids:
                 continue
             step = self._op(op, depth)
             if self.traced and op.name not in ("scf.if", "scf.for", "scf.while",
@@ -351,11 +432,14 @@ class Plan:
         if launch.tracer is not None:
             launch.tracer.bind(self.definition)
         with np.errstate(all="ignore"):
+            uniform = self._uniform_values(launch) if self.uniform_ops else []
             for c0 in range(0, total, per_chunk):
                 ctx = Ctx(self.nvals, launch, c0, min(per_chunk, total - c0))
                 env = ctx.env
                 for b, mem in zip(self.definition.buffers, launch.mems):
                     env[b.value.id] = mem
+                for vid, val in uniform:
+                    env[vid] = val
                 self.body(ctx, None)
 
 
@@ -750,6 +834,7 @@ def _rows(ctx: Ctx, mem: Mem) -> np.ndarray | None:
 def _b_index(plan: Plan, op: Op, depth: int) -> Step:
     base, idx = (o.id for o in op.operands)
     lane_index = idx in plan.lane_ids
+    bound = plan.lane_min.get(idx)
     r = op.result.id
 
     def step(ctx: Ctx, mask: Any) -> None:
@@ -764,6 +849,14 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
                 env[r] = Ptr(mem, None, None, start=s, stop=s + ctx.n)
                 return
             index = ctx.lanes()
+        elif bound is not None:
+            s = ctx.start
+            b = env[bound]
+            if mem.kind == "global" and b.shape[0] == 1 and s + ctx.n - 1 <= int(b[0]) and \
+                    s + ctx.n <= length:
+                env[r] = Ptr(mem, None, None, start=s, stop=s + ctx.n)
+                return
+            index = env[idx] if env[idx] is not None else np.minimum(ctx.lanes(), b)
         else:
             index = env[idx]
         if index.dtype.kind == "i":
