@@ -45,17 +45,18 @@ class Mem:
 class Ptr:
     """Pointers of every lane of a chunk into one `Mem` (or a contiguous slice of a buffer)."""
 
-    __slots__ = ("mem", "index", "orig", "bad", "report", "start", "stop")
+    __slots__ = ("mem", "index", "orig", "bad", "report", "start", "stop", "unit")
 
     def __init__(self, mem: Mem, index: Any, orig: Any, bad: Any = None, report: Any = None,
-                 start: int | None = None, stop: int | None = None) -> None:
+                 start: int | None = None, stop: int | None = None, unit: bool = False) -> None:
         self.mem = mem
-        self.index = index
+        self.index = index  # global: item index; shared/local: index within the lane's row
         self.orig = orig
         self.bad = bad
         self.report = report
-        self.start = start
+        self.start = start  # global, `start`..`stop`: lane i reaches item start + i (a slice)
         self.stop = stop
+        self.unit = unit  # shared, index == UNIT_POS: lane (cube c, unit u) reaches row c, item u
 
 
 class LocalSlot:

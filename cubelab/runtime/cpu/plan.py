@@ -285,6 +285,9 @@ class Plan:
         self.uniform_ids: set[int] = set()
         self.lane_ids = lane_values(definition)
         self.lane_min = lane_mins(definition, self.lane_ids)
+        self.unit_ids = {op.results[0].id for op in definition.walk()
+                         if op.name == "builtin.read"
+                         and op.attrs.get("name") == "local_invocation_index"}
         self.needed = self._liveness() if not traced else None
         self.used_results = {o.id for op in definition.walk() for o in op.operands}
         self.written = self._written_buffers()
@@ -823,17 +826,32 @@ def _b_shared(plan: Plan, op: Op, depth: int) -> Step:
 
 
 def _rows(ctx: Ctx, mem: Mem) -> np.ndarray | None:
+    """For shared/local memory: the flat offset of each lane's row (row * length)."""
     if mem.kind == "global":
         return None
-    if mem.kind == "shared":
-        return ctx.cube_local()
-    return ctx.local_rows()
+    key = f"{mem.kind}:{mem.length}"
+    a = ctx._cache.get(key)
+    if a is None:
+        rows = ctx.cube_local() if mem.kind == "shared" else ctx.local_rows()
+        a = rows * mem.length
+        ctx._cache[key] = a
+    return a
+
+
+def _flat(mem: Mem) -> np.ndarray:
+    return mem.store.reshape((-1,) + mem.item_shape)
+
+
+def _unit_view(ctx: Ctx, mem: Mem) -> np.ndarray:
+    """Shared memory seen as one slot per lane (row = the lane's cube, item = its UNIT_POS)."""
+    return mem.store[:, : ctx.U]
 
 
 @builder("memory.index")
 def _b_index(plan: Plan, op: Op, depth: int) -> Step:
     base, idx = (o.id for o in op.operands)
     lane_index = idx in plan.lane_ids
+    unit_index = idx in plan.unit_ids
     bound = plan.lane_min.get(idx)
     r = op.result.id
 
@@ -849,6 +867,9 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
                 env[r] = Ptr(mem, None, None, start=s, stop=s + ctx.n)
                 return
             index = ctx.lanes()
+        elif unit_index and mem.kind == "shared" and ctx.U <= length:
+            env[r] = Ptr(mem, None, env[idx], unit=True)
+            return
         elif bound is not None:
             s = ctx.start
             b = env[bound]
@@ -908,11 +929,13 @@ def gather(ctx: Ctx, p: Ptr) -> np.ndarray:
     if p.start is not None:
         v = mem.store[p.start:p.stop]
         return v if mem.view_ok else v.copy()
+    if p.unit:
+        return _unit_view(ctx, mem).copy().reshape((ctx.n,) + mem.item_shape)
     rows = _rows(ctx, mem)
     if rows is None:
         v = mem.store[p.index]
     else:
-        v = mem.store[rows, full(p.index, ctx.n)]
+        v = np.take(_flat(mem), rows + full(p.index, ctx.n), axis=0)
     if p.bad is not None:
         bad = p.bad
         if bad.shape[0] != v.shape[0]:
@@ -927,6 +950,14 @@ def scatter(ctx: Ctx, p: Ptr, value: np.ndarray, mask: Any) -> None:
         mem.store[p.start:p.stop] = value
         return
     n = ctx.n
+    if p.unit:
+        view = _unit_view(ctx, mem)
+        val = full(value, n).reshape(view.shape)
+        if mask is None:
+            view[...] = val
+        else:
+            np.copyto(view, val, where=mask.reshape(view.shape[:2] + (1,) * (val.ndim - 2)))
+        return
     index = ctx.lanes() if p.start is not None else p.index
     sel = mask
     if p.bad is not None:
@@ -935,16 +966,15 @@ def scatter(ctx: Ctx, p: Ptr, value: np.ndarray, mask: Any) -> None:
     idx = full(index, n)
     val = full(value, n)
     rows = _rows(ctx, mem)
-    if sel is None:
-        if rows is None:
-            mem.store[idx] = val
-        else:
-            mem.store[rows, idx] = val
+    if rows is not None:
+        store = _flat(mem)
+        idx = rows + idx
     else:
-        if rows is None:
-            mem.store[idx[sel]] = val[sel]
-        else:
-            mem.store[rows[sel], idx[sel]] = val[sel]
+        store = mem.store
+    if sel is None:
+        store[idx] = val
+    else:
+        store[idx[sel]] = val[sel]
 
 
 @builder("memory.load")
@@ -1029,10 +1059,15 @@ def _flat_addr(ctx: Ctx, p: Ptr) -> tuple[np.ndarray, np.ndarray]:
     """(flattened store, address per lane) of an atomic pointer."""
     mem = p.mem
     flat = mem.store.reshape(-1)
-    idx = ctx.lanes().astype(np.intp) if p.start is not None else full(p.index, ctx.n)
+    if p.start is not None:
+        idx = ctx.lanes().astype(np.intp)
+    elif p.unit:
+        idx = ctx.unit_index().astype(np.intp)
+    else:
+        idx = full(p.index, ctx.n)
     rows = _rows(ctx, mem)
     if rows is not None:
-        idx = rows * mem.length + idx
+        idx = rows + idx
     return flat, idx.astype(np.intp)
 
 
