@@ -42,12 +42,13 @@ def write_count(count: SliceMut[u32], cubes: u32):
 
 @cube(launch=True)
 def scale_slow(x: Slice[f32], out: SliceMut[f32], a: f32, rounds: u32):
-    """The same result as `scale`, after `rounds` iterations of wasted work per unit."""
+    """The same result as `scale` (for rounds >= 64), after `rounds` dependent iterations per
+    unit: acc = acc / 2 + x converges to exactly 2x in f32, so the loop cannot be dropped."""
     if ABSOLUTE_POS < out.len():
         acc = f32(0.0)
         for i in range(rounds):
             acc = acc * f32(0.5) + x[ABSOLUTE_POS]
-        out[ABSOLUTE_POS] = x[ABSOLUTE_POS] * a + (acc - acc)
+        out[ABSOLUTE_POS] = acc * a * f32(0.5)
 
 
 @cube(launch=True)

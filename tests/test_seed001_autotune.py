@@ -28,8 +28,14 @@ def make_tuner(client, *, with_failures=True):
     def arg(h):
         return BufferArg.from_raw_parts(h, N)
 
-    def slow(x, out):  # the same result after 2000 wasted iterations per unit
-        scale_slow.launch(client, grid, dim, arg(x), arg(out), 2.0, 2000)
+    # The same result after wasted iterations per unit, ~100x slower everywhere: the CPU
+    # runtime and lavapipe pay ~60 µs per round, a real GPU only a few ns, so it gets more.
+    props = client.properties()
+    on_cpu = client.name().startswith("cpu") or "cpu" in props.adapter_type.lower()
+    rounds = 2000 if on_cpu else 200_000
+
+    def slow(x, out):
+        scale_slow.launch(client, grid, dim, arg(x), arg(out), 2.0, rounds)
 
     def fast(x, out):
         scale.launch(client, grid, dim, arg(x), arg(out), 2.0)
@@ -112,3 +118,21 @@ def test_the_score_is_mostly_the_minimum():
     steady, noisy = score([2.0, 2.0, 2.0]), score([1.0, 3.0, 5.0])
     assert noisy > 0.8 * 1.0 + 0.2 * 3.0  # spread inflates it
     assert steady == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("plain", [True, False])
+def test_the_terminal_view_draws_an_autotune_search_from_its_events(client, plain):
+    import io
+
+    from cubelab.terminal import autotune_progress
+
+    x, out = floats(client, np.arange(N)), floats(client, np.zeros(N))
+    tuner = make_tuner(client)
+    buf = io.StringIO()
+    with autotune_progress(client, file=buf, plain=plain) as view:
+        tuner(x, out)
+    text = "\n".join(view.lines)
+    assert "4 candidates (slow, does_not_compile, over_the_limit, fast)" in text
+    assert "✗ does_not_compile: disqualified (KernelSourceError" in text
+    assert "→ winner for key='n=4096': fast" in text
+    assert "winner" in buf.getvalue()
