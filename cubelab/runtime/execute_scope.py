@@ -31,7 +31,7 @@ passes through this one place.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 from cubelab.errors import BufferFailure
 from cubelab.runtime import events as ev
@@ -130,9 +130,9 @@ class FailureLedger:
         self._entries.pop(handle.id, None)
 
 
-@dataclass(frozen=True, slots=True)
-class LaunchInfo:
-    """Who is opening the scope (for the ledger's records and the events)."""
+class LaunchInfo(NamedTuple):
+    """Who is opening the scope (for the ledger's records and the events). A tuple: one is
+    built per launch, and a frozen dataclass costs several times more to construct."""
 
     kernel: str
     kernel_id: "KernelId"

@@ -86,6 +86,9 @@ class PipelineEntry:
     layout: Any = None
     extra_sources: dict[str, str] = field(default_factory=dict)
     io: tuple[BufferIO, ...] | None = None  # what the compiled IR reads/writes, per buffer
+    # the same answer as binding indices, so a cache-hit launch does no fallback walk
+    written_idx: tuple[int, ...] = ()
+    read_idx: tuple[int, ...] = ()
 
 
 @dataclass
@@ -334,7 +337,10 @@ class Server:
         t3 = time.perf_counter()
         entry = PipelineEntry(kernel_id, definition.entry, compiled, definition)
         entry.extra_sources = extra_sources
-        entry.io = buffer_io(definition)
+        entry.io = io = buffer_io(definition)
+        if io is not None:
+            entry.written_idx = tuple(i for i, b in enumerate(io) if b.writable)
+            entry.read_idx = tuple(i for i, b in enumerate(io) if b.readable)
         self.build_pipeline(entry)
         t4 = time.perf_counter()
         passes = tuple((r.name, r.before, r.after) for r in records)
@@ -419,9 +425,14 @@ class Server:
         """Align, open the scope, dispatch, queue. True when a dispatch was encoded."""
         stream = info.stream
         io = entry.io
-        written = _written_pairs(bindings, io)
-        reads = bindings.buffers_read(io)
-        touched = [b.handle for b in bindings.buffers]
+        bufs = bindings.buffers
+        if io is not None and len(io) == len(bufs):
+            written = [(bufs[i].handle, bufs[i].name) for i in entry.written_idx]
+            reads = [bufs[i].handle for i in entry.read_idx]
+        else:
+            written = _written_pairs(bindings, io)
+            reads = bindings.buffers_read(io)
+        touched = [b.handle for b in bufs]
         if count.handle is not None:
             # The count travels outside the bindings, yet the dispatch reads it as its grid.
             reads.append(count.handle)
