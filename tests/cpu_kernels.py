@@ -127,3 +127,18 @@ def barrier_in_a_uniform_branch(out: SliceMut[u32]):
     if CUBE_POS < 1:
         sync_cube()
     out[ABSOLUTE_POS] = UNIT_POS
+
+
+@cube(launch=True)
+def plane_ops(x: Slice[u32], out: SliceMut[u32]):
+    """Six plane (subgroup) results per unit; the last only over the units with an even value."""
+    i = ABSOLUTE_POS
+    v = x[i]
+    base = i * 6
+    out[base] = plane_sum(v)
+    out[base + 1] = plane_max(v)
+    out[base + 2] = u32(plane_any(v > 900))
+    out[base + 3] = plane_broadcast(v, u32(0))
+    out[base + 4] = PLANE_DIM
+    if v % 2 == 0:
+        out[base + 5] = plane_sum(v)
