@@ -60,15 +60,26 @@ def test_two_threads_launch_on_two_streams_by_default(client):
 
 def test_a_buffer_shared_across_two_threads_streams_flushes_the_other_stream_first(client, caplog):
     x, shared = floats(client, np.arange(8)), floats(client, np.zeros(8))
+    warm = floats(client, np.zeros(8))
+    inc.launch(client, *ONE, arg(warm))  # compiled outside: a first dispatch flushes at once
+    scale.launch(client, *ONE, arg(x), arg(warm), 2.0)
+    client.sync()
+    gate = threading.Event()
     with client.events.record(ev.StreamShared, ev.Flushed) as rec, \
             caplog.at_level(logging.INFO, logger="cubelab.streams"):
+        # hold the device thread so both launches are queued before either is processed: the
+        # writer's dispatch is still encoded-not-submitted when the reader's arrives
+        client.device.runner.submit(gate.wait)
         writer = in_thread(lambda: scale.launch(client, *ONE, arg(x), arg(shared), 2.0))
         reader = in_thread(lambda: inc.launch(client, *ONE, arg(shared)))
+        gate.set()
         result = read(client, shared)
     np.testing.assert_array_equal(result, 2.0 * np.arange(8) + 1.0)
     shares = [(e.handle_id, e.stream, e.other) for e in rec.of(ev.StreamShared)]
     assert (shared.id, reader, writer) in shares
     assert f"Binding on stream {writer} is shared on stream {reader}" in caplog.text
+    flushes = [(e.why, e.stream, e.dispatches) for e in rec.of(ev.Flushed)]
+    assert flushes[0] == ("shared", writer, 1)  # the writer's stream went first
 
 
 def test_with_stream_and_set_stream_pin_the_stream(client):
