@@ -146,3 +146,40 @@ def test_a_read_flushes_the_stream_it_depends_on(client):
         t.join()
     np.testing.assert_array_equal(got[0], 4.0 * np.arange(8))
     assert any(e.stream == 77 for e in rec.of(ev.Flushed))
+
+
+class _CountingQueue:
+    def __init__(self, queue):
+        self._queue = queue
+        self.submits: list[int] = []
+
+    def __getattr__(self, name):
+        return getattr(self._queue, name)
+
+    def submit(self, buffers):
+        self.submits.append(len(buffers))
+        return self._queue.submit(buffers)
+
+
+def test_on_wgpu_a_flush_is_one_command_buffer_in_one_submit(wgpu_client):
+    client = wgpu_client
+    y = floats(client, np.zeros(8))
+    inc.launch(client, *ONE, arg(y))
+    client.sync()
+    server = client.device.server
+    counting = _CountingQueue(server.queue)
+    gate = threading.Event()
+    client.device.runner.call(setattr, server, "queue", counting)
+    try:
+        with client.events.record(ev.Flushed) as rec:
+            client.device.runner.submit(gate.wait)
+            for _ in range(10):
+                inc.launch(client, *ONE, arg(y))
+            gate.set()
+            result = read(client, y)
+    finally:
+        gate.set()
+        client.device.runner.call(setattr, server, "queue", counting._queue)
+    np.testing.assert_array_equal(result, np.full(8, 11.0))
+    assert [e.dispatches for e in rec.of(ev.Flushed)] == [10]
+    assert counting.submits == [1]  # ten dispatches, one command buffer, one submit
