@@ -254,3 +254,48 @@ def test_too_much_shared_memory_is_a_compile_failure_on_the_written_buffers(clie
         client.check([out])
     assert isinstance(info.value.cause, ResourceError)
     assert "24000 bytes of shared memory" in str(info.value)
+
+
+class _RefusingQueue:
+    """wgpu's queue, except that it refuses the next submission the way wgpu-py does (a
+    GPUValidationError raised from `submit`)."""
+
+    def __init__(self, queue):
+        self._queue = queue
+
+    def __getattr__(self, name):
+        return getattr(self._queue, name)
+
+    def submit(self, buffers):
+        import wgpu
+
+        raise wgpu.GPUValidationError("Validation Error: the submission was refused")
+
+
+def test_a_refused_submission_fails_every_launch_it_carried(wgpu_client):
+    import threading
+
+    client = wgpu_client
+    x = floats(client, np.arange(8))
+    a, b = floats(client, np.zeros(8)), floats(client, np.zeros(8))
+    scale.launch(client, *one_cube(), arg(x), arg(a), 1.0)
+    client.sync()
+    server = client.device.server
+    gate = threading.Event()
+    client.device.runner.call(setattr, server, "queue", _RefusingQueue(server.queue))
+    try:
+        client.device.runner.submit(gate.wait)
+        scale.launch(client, *one_cube(), arg(x), arg(a), 2.0)
+        scale.launch(client, *one_cube(), arg(x), arg(b), 3.0)
+        gate.set()
+        client.device.runner.call(server.flush, "test")
+    finally:
+        gate.set()
+        client.device.runner.call(setattr, server, "queue", server.queue._queue)
+    for h in (a, b):
+        with pytest.raises(BufferFailure, match="the submission was refused") as info:
+            client.read_one(h)
+        assert info.value.kernel == "Scale"
+    client.sync()  # the refusal lives on the buffers; the device is fine
+    scale.launch(client, *one_cube(), arg(x), arg(a), 4.0)  # and a relaunch repairs
+    np.testing.assert_array_equal(read(client, a), 4.0 * np.arange(8))
