@@ -142,3 +142,12 @@ def plane_ops(x: Slice[u32], out: SliceMut[u32]):
     out[base + 4] = PLANE_DIM
     if v % 2 == 0:
         out[base + 5] = plane_sum(v)
+
+
+@cube(launch=True)
+def spin(out: SliceMut[u32]):
+    """Never ends: x stays odd, so it is never 0 (a GPU would hang)."""
+    x = u32(1)
+    while x != 0:
+        x += 2
+    out[ABSOLUTE_POS] = x

@@ -105,3 +105,22 @@ def test_device_default_falls_back_to_the_cpu_runtime_without_an_adapter(monkeyp
     finally:
         if saved is not None:
             device_mod._devices["wgpu"] = saved
+
+
+def test_a_runaway_loop_is_stopped_with_a_clear_error(cpu_client):
+    from cubelab.runtime.cpu import KernelRuntimeError
+    from cpu_kernels import spin
+
+    server = cpu_client.device.server
+    out = cpu_client.empty(16)
+    saved, server.max_loop_iterations = server.max_loop_iterations, 1000
+    try:
+        spin.launch(cpu_client, CubeCount.Static(1), CubeDim.new_1d(4),
+                    BufferArg.from_raw_parts(out, 4))
+        with pytest.raises(BufferFailure) as info:
+            cpu_client.read_one(out)
+    finally:
+        server.max_loop_iterations = saved
+    assert isinstance(info.value.cause, KernelRuntimeError)
+    assert "ran more than 1000 iterations" in str(info.value)
+    assert "looks infinite" in str(info.value)

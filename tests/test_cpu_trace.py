@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from cubelab import BufferArg, CubeCount, CubeDim, CubeError, inspect
+from cubelab import BufferArg, CubeCount, CubeDim, inspect
 from cubelab.prelude import f32
 from kernels import saxpy
 
@@ -71,6 +71,14 @@ def test_a_unit_that_skips_the_branch_has_no_steps_inside_it(cpu_client):
     assert len(t2) < len(t)
 
 
-def test_trace_refuses_a_wgpu_client_with_a_hint(wgpu_client):
-    with pytest.raises(CubeError, match=r"Device\.cpu\(\)\.client\(\)"):
-        trace_saxpy(wgpu_client)
+def test_tracing_a_wgpu_launch_runs_it_on_a_cpu_copy_and_leaves_wgpu_buffers_alone(wgpu_client):
+    t, y_wgpu = trace_saxpy(wgpu_client)
+    assert t.copied and t.client.name() == "cpu<numpy>"
+    np.testing.assert_array_equal(y_wgpu, np.ones(32, dtype=np.float32))
+    (store,) = t.find(op="memory.store")
+    assert store.value == [41.0, 43.0, 45.0, 47.0]
+
+
+def test_trace_needs_a_unit_of_the_launch(cpu_client):
+    with pytest.raises(ValueError, match="not part of this launch"):
+        trace_saxpy(cpu_client, units=(8,))

@@ -9,7 +9,9 @@
     t.table()            # the same as text, one line per step
 
 The launch runs on the CPU runtime (it is the one that can watch a unit), for real: the buffers
-are written as by an ordinary launch. A client of another runtime is refused with a hint. Only
+are written as by an ordinary launch. Given a client of another runtime (wgpu), the buffer
+arguments are first copied to the CPU runtime and the launch runs there: the wgpu buffers are
+left unchanged, and `Trace.client` is the CPU client holding the copies. Only
 the one launch is traced — the server builds an instrumented plan for it; ordinary launches keep
 running the plain plan, so tracing costs nothing when it is not used.
 
@@ -42,6 +44,8 @@ class Trace:
     first_line: int
     report: LaunchReport
     truncated: bool = False
+    client: Any = None  # the CPU client the launch ran on
+    copied: bool = False  # True when the buffers were copied from another runtime first
     unit: int = 0
     position: int = 0
     _history: list[tuple[int, int]] = field(default_factory=list, repr=False)
@@ -124,6 +128,14 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
           units: Iterable[int] = (0,), limit: int = 100_000) -> Trace:
     """Run `launcher(client, cube_count, cube_dim, *args)` on the CPU runtime, recording every op
     of the chosen `units` (linear positions in the dispatch, i.e. ABSOLUTE_POS)."""
+    total = _total_units(cube_count, cube_dim)
+    for u in units:
+        if not 0 <= int(u) < total:
+            raise ValueError(f"unit {u} is not part of this launch ({total} units: 0..{total - 1})")
+    copied = False
+    if client.name() != "cpu<numpy>":
+        client, args = _copy_to_cpu(client, args)
+        copied = True
     server = cpu_server(client, "trace")
     units_t = tuple(int(u) for u in units)
     if not units_t:
@@ -143,14 +155,36 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
 
     t = Trace(definition.name, units_t, tracer.steps, print_kernel(definition),
               list(definition.source_lines), definition.first_line, report, tracer.truncated,
-              unit=units_t[0])
-    for u in units_t:
-        if u >= _total_units(cube_count, cube_dim):
-            raise ValueError(f"unit {u} is not part of this launch "
-                             f"({_total_units(cube_count, cube_dim)} units)")
+              client, copied, unit=units_t[0])
     return t
 
 
+def _copy_to_cpu(client: Any, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
+    """The CPU client and `args` with every buffer argument replaced by a CPU copy."""
+    from cubelab.runtime.device import Device
+    from cubelab.runtime.handle import BufferArg, TensorArg
+
+    cpu = Device.cpu().client()
+    copies: dict[int, Any] = {}
+
+    def copy(handle: Any) -> Any:
+        if handle.id not in copies:
+            copies[handle.id] = cpu.create_from_slice(client.read_one(handle))
+        return copies[handle.id]
+
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, TensorArg):
+            out.append(TensorArg(copy(a.handle), a.shape, a.strides, a.length))
+        elif isinstance(a, BufferArg):
+            out.append(BufferArg(copy(a.handle), a.length))
+        else:
+            out.append(a)
+    return cpu, tuple(out)
+
+
 def _total_units(count: Any, dim: Any) -> int:
+    if getattr(count, "handle", None) is not None:
+        return 2**62  # a dynamic count: the grid is known only on the device
     x, y, z = count.as_tuple()
     return x * y * z * dim.num_units

@@ -76,6 +76,7 @@ class LaunchState:
     prints_total: int = 0
     tracer: Tracer | None = None
     definition: KernelDefinition | None = None
+    max_iterations: int = MAX_LOOP_ITERATIONS  # per loop execution, then KernelRuntimeError
 
 
 class Ctx:
@@ -1318,10 +1319,10 @@ def _b_if(plan: Plan, op: Op, depth: int) -> Step:
     return step
 
 
-def _runaway(plan: Plan, op: Op) -> KernelRuntimeError:
+def _runaway(plan: Plan, op: Op, limit: int) -> KernelRuntimeError:
     where = f" (line {op.loc.line})" if op.loc else ""
     return KernelRuntimeError(
-        f"kernel `{plan.definition.name}`: a loop{where} ran more than {MAX_LOOP_ITERATIONS} "
+        f"kernel `{plan.definition.name}`: a loop{where} ran more than {limit} "
         "iterations; it looks infinite (on a GPU it would hang the device). Check its bounds "
         "and that its condition can become false.")
 
@@ -1343,9 +1344,9 @@ def _b_for(plan: Plan, op: Op, depth: int) -> Step:
         if start.shape[0] == 1 and end.shape[0] == 1 and stp.shape[0] == 1:
             a, b, k = int(start[0]), int(end[0]), int(stp[0])
             if k <= 0 and a < b:
-                raise _runaway(plan, op)
-            if (b - a) // max(k, 1) > MAX_LOOP_ITERATIONS:
-                raise _runaway(plan, op)
+                raise _runaway(plan, op, ctx.launch.max_iterations)
+            if (b - a) // max(k, 1) > ctx.launch.max_iterations:
+                raise _runaway(plan, op, ctx.launch.max_iterations)
             for i in range(a, b, max(k, 1)):
                 env[ivid] = np.array([i], dtype=dt)
                 if tracer is not None:
@@ -1359,8 +1360,8 @@ def _b_for(plan: Plan, op: Op, depth: int) -> Step:
             if m is DEAD:
                 return
             n += 1
-            if n > MAX_LOOP_ITERATIONS:
-                raise _runaway(plan, op)
+            if n > ctx.launch.max_iterations:
+                raise _runaway(plan, op, ctx.launch.max_iterations)
             env[ivid] = i
             if tracer is not None:
                 tracer.record(op, depth, ctx, m, i, True, "iteration")
@@ -1394,8 +1395,8 @@ def _b_while(plan: Plan, op: Op, depth: int) -> Step:
             if m is DEAD:
                 return
             n += 1
-            if n > MAX_LOOP_ITERATIONS:
-                raise _runaway(plan, op)
+            if n > ctx.launch.max_iterations:
+                raise _runaway(plan, op, ctx.launch.max_iterations)
             after(ctx, m)
 
     return step

@@ -37,7 +37,7 @@ from cubelab.ir.types import Atomic, Ty
 from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import semantics as sem
 from cubelab.runtime.cpu.memory import OOB_MODES, Mem, OobAccess
-from cubelab.runtime.cpu.plan import LaunchState, Plan
+from cubelab.runtime.cpu.plan import MAX_LOOP_ITERATIONS, LaunchState, Plan
 from cubelab.runtime.cpu.trace import Tracer
 from cubelab.runtime.handle import Handle
 from cubelab.runtime.kernel import Bindings, CubeCount, KernelId
@@ -115,6 +115,9 @@ class CpuServer(Server):
         )
         self.target = CpuTarget()
         self.plane_size = PLANE_SIZE
+        # A loop running longer than this is stopped with a clear error (on a GPU it would hang
+        # the device); `Device.cpu().server.max_loop_iterations` may be changed.
+        self.max_loop_iterations = MAX_LOOP_ITERATIONS
         self.memory: dict[int, np.ndarray] = {}
         self.oob_mode = "zero"
         self._scopes: list[tuple[str | None, list[LaunchReport]]] = []
@@ -239,7 +242,8 @@ class CpuServer(Server):
         mode = self.current_oob_mode()
         launch = LaunchState(definition.name, grid, definition.cube_dim, mems, bindings.scalars,
                              oob=mode, plane_size=self.plane_size, launch_seq=self._seq,
-                             tracer=tracer, definition=definition)
+                             tracer=tracer, definition=definition,
+                             max_iterations=self.max_loop_iterations)
         report = LaunchReport(definition.name, self._seq, mode)
         try:
             plan.run(launch)
