@@ -204,10 +204,13 @@ class Client:
                 self.events.publish(ev.LaunchGated(kernel.name, "zero-dimension cube count", 0))
             return
         # Gate 2: foreign handles are refused here, where the caller can still be told.
+        dev = self._device.id
         if count.handle is not None:
             self._expect_local(count.handle, f"launch of `{kernel.name}` (dynamic cube count)")
         for b in bindings.buffers:
-            self._expect_local(b.handle, f"launch of `{kernel.name}`")
+            h = b.handle
+            if not isinstance(h, Handle) or h.device_id != dev:  # the message only if needed
+                self._expect_local(h, f"launch of `{kernel.name}`")
         # Gate 3: only this thread knows whether this launch is a dry run or a measurement.
         mode = launch_mode()
         stream = self.stream_id()
