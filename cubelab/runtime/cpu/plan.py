@@ -358,7 +358,7 @@ class Plan:
         return out
 
     def _uniform_values(self, launch: LaunchState) -> list[tuple[int, Any]]:
-        key = (launch.count, tuple(m.length for m in launch.mems),
+        key = (launch.count, launch.plane_size, tuple(m.length for m in launch.mems),
                tuple((k, tuple(v)) for k, v in launch.scalars.items()),
                tuple((m.shape, m.strides) for m in launch.mems if m.shape))
         found = self._uniform_cache.get(key)
