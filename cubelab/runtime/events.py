@@ -262,8 +262,9 @@ class BufferRepaired(Event):
 
 @dataclass(frozen=True)
 class LaunchSkipped(Event):
-    """The device thread dropped a launch: `why` is "dry-run" (compiled, not dispatched) or
-    "tainted-input" (a read buffer carries a failure; `root_kernel`/`root_error` name it)."""
+    """The device thread dropped a launch: `why` is "dry-run" (compiled, not dispatched),
+    "tainted-input" (a read buffer carries a failure; `root_kernel`/`root_error` name it) or
+    "zero-count" (a dynamic count resolved on the host to a zero grid: nothing to dispatch)."""
 
     kernel: str
     kernel_id: "KernelId"

@@ -441,15 +441,16 @@ class Server:
         scope = ExecuteScope.launching(self.ledger, self.bus, info, reads, written)
         if scope.skipped:
             return False
-        dispatched = False
+        dispatched = zero = False
 
         def body() -> object:
-            nonlocal dispatched
+            nonlocal dispatched, zero
             c = count
             if count.handle is not None:
                 resolved = self.resolve_dynamic_count(count.handle)
                 if resolved is not None:
                     if 0 in resolved:
+                        zero = True
                         return UNTOUCHED  # a zero grid dispatches nothing, writes nothing
                     c = CubeCount(*resolved)
             limit = self.properties.max_cubes_per_dim if self.properties is not None else None
@@ -473,6 +474,9 @@ class Server:
             return None
 
         scope.execute(body)
+        if zero and self.bus.active:
+            self.bus.publish(ev.LaunchSkipped(info.kernel, info.kernel_id, "zero-count",
+                                              info.launch_seq))
         if dispatched and self.bus.wants(ev.LaunchDispatched):
             self.bus.publish(ev.LaunchDispatched(info.kernel, info.kernel_id, entry.entry,
                                                  count.as_tuple(), info.launch_seq))
