@@ -402,15 +402,19 @@ class Server:
                 self.bus.publish(ev.LaunchSkipped(kernel.name, kernel_id, "dry-run", seq))
             return
 
-        cap = self.captures.get(stream)
-        if cap is not None:
-            self._record(cap, info, kernel, entry, count, bindings)
-            if compiled is not None:
-                self._compile_finished(kernel, compiled, seq, 0.0)
-            return
+        if self.captures:
+            cap = self.captures.get(stream)
+            if cap is not None:
+                self._record(cap, info, kernel, entry, count, bindings)
+                if compiled is not None:
+                    self._compile_finished(kernel, compiled, seq, 0.0)
+                return
 
+        if compiled is None and not profile:  # the common case: a cache hit, not timed
+            self._execute(info, entry, count, bindings)
+            return
         t0 = time.perf_counter()
-        ran = self._execute(info, entry, count, bindings, flush=compiled is not None or profile,
+        ran = self._execute(info, entry, count, bindings, flush=True,
                             why="profile" if profile else "first-dispatch")
         elapsed = time.perf_counter() - t0
         if compiled is not None:
