@@ -35,7 +35,6 @@ class AutotuneProgress:
         self._task: Any = None
         if not plain:
             try:
-                import rich.progress  # noqa: F401
                 from rich.console import Console
 
                 self._rich = Console(file=self.file)

@@ -130,7 +130,7 @@ class Tuner:
     def candidate(self, fn: Launcher | None = None, *, name: str | None = None) -> Any:
         """Add a candidate (usable as a decorator, with or without `name=`)."""
         def add(f: Launcher) -> Launcher:
-            self.candidates.append(Candidate(name or getattr(f, "__name__", repr(f)), f))
+            self.candidates.append(Candidate(str(name or getattr(f, "__name__", repr(f))), f))
             return f
         return add(fn) if fn is not None else add
 
@@ -219,8 +219,11 @@ class Tuner:
                     len(durations)))
 
         # 3. the lowest score wins; a failed candidate never does
-        ranked = [(s, i) for i, c in enumerate(self.candidates)
-                  if (s := scores.get(c.name)) is not None and math.isfinite(s)]
+        ranked: list[tuple[float, int]] = []
+        for i, c in enumerate(self.candidates):
+            sc = scores.get(c.name)
+            if sc is not None and math.isfinite(sc):
+                ranked.append((sc, i))
         if not ranked:
             raise AutotuneError(
                 f"tuner `{self.name}`: every candidate failed for key {key!r}:\n" + "\n".join(

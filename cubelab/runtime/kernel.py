@@ -260,8 +260,11 @@ class BufferBinding:
 
 
 class _IO(Protocol):
-    readable: bool
-    writable: bool
+    @property
+    def readable(self) -> bool: ...
+
+    @property
+    def writable(self) -> bool: ...
 
 
 @dataclass(slots=True)

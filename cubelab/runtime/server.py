@@ -305,7 +305,7 @@ class Server:
         total = 0
         for op in definition.walk():
             if op.name == "shared.declare":
-                arr = op.result.type.pointee  # type: ignore[attr-defined]
+                arr: Any = op.result.type.pointee  # type: ignore[union-attr]
                 total += arr.length * arr.item.size
         if total > limit:
             raise ResourceError(
