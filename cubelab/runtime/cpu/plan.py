@@ -80,9 +80,16 @@ class LaunchState:
 
 
 class Ctx:
-    """One chunk of whole cubes being run: its lanes, its values, its shared memory."""
+    """One chunk of whole cubes being run: its lanes, its values, its shared memory.
 
-    __slots__ = ("env", "launch", "cube0", "ncubes", "U", "start", "n", "_cache")
+    A *compacted* context (`Ctx.sub`) runs a branch that only a few lanes take on those lanes
+    alone: `sel` picks them out of the parent's lanes, every per-lane array inside has one row
+    per selected lane, and the builtins are the parent's, selected. Its lanes are not
+    contiguous, so the slice fast paths are off inside it.
+    """
+
+    __slots__ = ("env", "launch", "cube0", "ncubes", "U", "start", "n", "_cache", "parent",
+                 "sel", "contiguous", "nrows")
 
     def __init__(self, nvals: int, launch: LaunchState, cube0: int, ncubes: int) -> None:
         self.env: list[Any] = [None] * nvals
@@ -94,41 +101,88 @@ class Ctx:
         self.start = cube0 * self.U
         self.n = ncubes * self.U
         self._cache: dict[str, np.ndarray] = {}
+        self.parent: Ctx | None = None
+        self.sel: np.ndarray | None = None
+        self.contiguous = True
+        self.nrows = self.n  # rows of per-lane storage (local arrays) in this chunk
+
+    @staticmethod
+    def sub(parent: "Ctx", sel: np.ndarray) -> "Ctx":
+        c = Ctx.__new__(Ctx)
+        c.env = [None] * len(parent.env)
+        c.launch, c.cube0, c.ncubes, c.U = parent.launch, parent.cube0, parent.ncubes, parent.U
+        c.start = parent.start
+        c.n = len(sel)
+        c._cache = {}
+        c.parent, c.sel, c.contiguous, c.nrows = parent, sel, False, parent.nrows
+        return c
+
+    def _derived(self, key: str) -> np.ndarray | None:
+        if self.parent is None:
+            return None
+        a = self._cache.get(key)
+        if a is None:
+            a = getattr(self.parent, key)()[self.sel]
+            self._cache[key] = a
+        return a
 
     def lanes(self) -> np.ndarray:
         """ABSOLUTE_POS of every lane (u32)."""
         a = self._cache.get("lanes")
         if a is None:
-            a = np.arange(self.start, self.start + self.n, dtype=np.uint32)
-            self._cache["lanes"] = a
+            a = self._derived("lanes")
+            if a is None:
+                a = np.arange(self.start, self.start + self.n, dtype=np.uint32)
+                self._cache["lanes"] = a
         return a
 
     def unit_index(self) -> np.ndarray:
-        a = self._cache.get("unit")
+        a = self._cache.get("unit_index")
         if a is None:
-            a = np.tile(np.arange(self.U, dtype=np.uint32), self.ncubes)
-            self._cache["unit"] = a
+            a = self._derived("unit_index")
+            if a is None:
+                a = np.tile(np.arange(self.U, dtype=np.uint32), self.ncubes)
+                self._cache["unit_index"] = a
         return a
 
     def cube_local(self) -> np.ndarray:
         a = self._cache.get("cube_local")
         if a is None:
-            a = np.repeat(np.arange(self.ncubes, dtype=np.intp), self.U)
-            self._cache["cube_local"] = a
+            a = self._derived("cube_local")
+            if a is None:
+                a = np.repeat(np.arange(self.ncubes, dtype=np.intp), self.U)
+                self._cache["cube_local"] = a
         return a
 
     def cube_linear(self) -> np.ndarray:
         return self.cube_local().astype(np.uint32) + np.uint32(self.cube0)
 
     def local_rows(self) -> np.ndarray:
-        a = self._cache.get("rows")
+        a = self._cache.get("local_rows")
         if a is None:
-            a = np.arange(self.n, dtype=np.intp)
-            self._cache["rows"] = a
+            a = self._derived("local_rows")
+            if a is None:
+                a = np.arange(self.n, dtype=np.intp)
+                self._cache["local_rows"] = a
         return a
+
+    def abs_lane(self, li: int) -> int:
+        """The linear position in the dispatch of local lane `li`."""
+        return self.start + li if self.parent is None else int(self.lanes()[li])
+
+    def find_lane(self, unit: int) -> int | None:
+        """The local lane of linear position `unit`, if it runs in this context."""
+        if self.parent is None:
+            li = unit - self.start
+            return li if 0 <= li < self.n else None
+        lanes = self.lanes()
+        i = int(np.searchsorted(lanes, unit))
+        return i if i < len(lanes) and int(lanes[i]) == unit else None
 
     def coords(self, li: int) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         """(cube xyz, unit xyz) of local lane `li`."""
+        if self.parent is not None:
+            return self.parent.coords(int(self.sel[li]))  # type: ignore[index]
         cx, cy, _ = self.launch.count
         dx, dy, _ = self.launch.cube_dim
         c = self.cube0 + li // self.U
@@ -795,7 +849,7 @@ def _b_var(plan: Plan, op: Op, depth: int) -> Step:
         length = pointee.length
 
         def step_arr(ctx: Ctx, mask: Any) -> None:
-            ctx.env[r] = Mem(name, np.zeros((ctx.n,) + shape, dtype=dt), length, "local")
+            ctx.env[r] = Mem(name, np.zeros((ctx.nrows,) + shape, dtype=dt), length, "local")
 
         return step_arr
     assert isinstance(pointee, Ty)
@@ -855,6 +909,8 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
     lane_index = idx in plan.lane_ids
     unit_index = idx in plan.unit_ids
     bound = plan.lane_min.get(idx)
+    # the min step itself is dropped from the plain plan when only indices use it
+    min_computed = plan.needed is None or idx in plan.needed
     r = op.result.id
 
     def step(ctx: Ctx, mask: Any) -> None:
@@ -863,23 +919,23 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
         if not isinstance(mem, Mem):
             raise KernelRuntimeError("memory.index on something that is not an array")
         length = mem.length
-        if lane_index and mem.kind == "global":
+        if lane_index and mem.kind == "global" and ctx.contiguous:
             s = ctx.start
             if s + ctx.n <= length:
                 env[r] = Ptr(mem, None, None, start=s, stop=s + ctx.n)
                 return
             index = ctx.lanes()
-        elif unit_index and mem.kind == "shared" and ctx.U <= length:
+        elif unit_index and mem.kind == "shared" and ctx.U <= length and ctx.contiguous:
             env[r] = Ptr(mem, None, env[idx], unit=True)
             return
         elif bound is not None:
             s = ctx.start
             b = env[bound]
-            if mem.kind == "global" and b.shape[0] == 1 and s + ctx.n - 1 <= int(b[0]) and \
-                    s + ctx.n <= length:
+            if mem.kind == "global" and ctx.contiguous and b.shape[0] == 1 and \
+                    s + ctx.n - 1 <= int(b[0]) and s + ctx.n <= length:
                 env[r] = Ptr(mem, None, None, start=s, stop=s + ctx.n)
                 return
-            index = env[idx] if env[idx] is not None else np.minimum(ctx.lanes(), b)
+            index = env[idx] if min_computed else np.minimum(ctx.lanes(), b)
         else:
             index = env[idx]
         if index.dtype.kind == "i":
@@ -923,7 +979,7 @@ def _report(ctx: Ctx, op: Op, p: Ptr, write: bool) -> None:
         cube, unit = ctx.coords(li)
         launch.reports.append(OobAccess(
             launch.kernel, p.mem.name, int(orig[li]), p.mem.length, unit, cube,
-            ctx.start + li, write, str(loc) if loc else "?", loc.line if loc else 0, source))
+            ctx.abs_lane(li), write, str(loc) if loc else "?", loc.line if loc else 0, source))
 
 
 def gather(ctx: Ctx, p: Ptr) -> np.ndarray:
@@ -1024,17 +1080,19 @@ def _b_sync(plan: Plan, op: Op, depth: int) -> Step:
     what = "sync_cube()" if op.name == "sync.cube" else "sync_storage()"
 
     def step(ctx: Ctx, mask: Any) -> None:
-        if mask is None:
+        if mask is None and ctx.contiguous:
             return
-        per_cube = mask.reshape(ctx.ncubes, ctx.U).sum(axis=1)
+        cubes = ctx.cube_local() if mask is None else ctx.cube_local()[mask]
+        per_cube = np.bincount(cubes, minlength=ctx.ncubes)
         partial = np.nonzero((per_cube > 0) & (per_cube < ctx.U))[0]
         if len(partial) == 0:
             return
         c = int(partial[0])
-        row = mask.reshape(ctx.ncubes, ctx.U)[c]
-        reached = np.nonzero(row)[0].tolist()
-        missing = np.nonzero(~row)[0].tolist()
-        cube, _ = ctx.coords(c * ctx.U)
+        units = ctx.unit_index() if mask is None else ctx.unit_index()[mask]
+        reached = sorted(int(u) for u in units[cubes == c])
+        missing = sorted(set(range(ctx.U)) - set(reached))
+        li = int(np.nonzero(ctx.cube_local() == c)[0][0])
+        cube, _ = ctx.coords(li)
         where = f" at line {op.loc.line}" if op.loc else ""
         line = ""
         if op.loc is not None:
@@ -1273,10 +1331,13 @@ def _b_pbcast(plan: Plan, op: Op, depth: int) -> Step:
     def step(ctx: Ctx, mask: Any) -> None:
         p = _plane_size(ctx)
         x = full(ctx.env[a], ctx.n)
-        local = ctx.local_rows()
-        base = local - (ctx.unit_index() % np.uint32(p)).astype(np.intp)
-        src = base + full(ctx.env[lane], ctx.n).astype(np.intp) % p
-        ctx.env[r] = x[np.clip(src, 0, ctx.n - 1)]
+        lanes = ctx.lanes().astype(np.int64)
+        base = lanes - (ctx.unit_index() % np.uint32(p)).astype(np.int64)
+        src = base + full(ctx.env[lane], ctx.n).astype(np.int64) % p
+        pos = np.clip(np.searchsorted(lanes, src), 0, ctx.n - 1)
+        # a source unit that is not running here is undefined in WGSL: it reads its own value
+        pos = np.where(lanes[pos] == src, pos, np.arange(ctx.n))
+        ctx.env[r] = x[pos]
 
     return step
 
@@ -1296,13 +1357,93 @@ def _b_pelect(plan: Plan, op: Op, depth: int) -> Step:
 
 
 # -- control flow ------------------------------------------------------------------------------
+def _free_ids(blocks: list[Block]) -> list[int]:
+    """Ids used inside `blocks` but defined outside them (what a compacted branch must see)."""
+    used: list[int] = []
+    defined: set[int] = set()
+    for block in blocks:
+        defined.update(a.id for a in block.args)
+        for op in block.walk():
+            for reg in op.regions:
+                defined.update(a.id for a in reg.args)
+            defined.update(r.id for r in op.results)
+            used.extend(o.id for o in op.operands)
+    seen: set[int] = set()
+    out = []
+    for i in used:
+        if i not in defined and i not in seen:
+            seen.add(i)
+            out.append(i)
+    return out
+
+
+# A branch taken by at most 1/COMPACT_RATIO of a chunk's lanes runs on those lanes alone.
+COMPACT_RATIO = 4
+COMPACT_MIN_LANES = 2048
+
+
+def _compact(a: Any, sel: np.ndarray, n: int) -> Any:
+    if isinstance(a, np.ndarray):
+        return a[sel] if a.ndim and a.shape[0] == n and n > 1 else a
+    return a
+
+
+def run_compacted(ctx: Ctx, m: np.ndarray, free: list[int],
+                  body: Callable[[Ctx, Any], None]) -> None:
+    """Run `body` on the lanes of `m` only: compact what it reads, run, merge what it wrote to
+    the locals back (everything else it writes goes to memory, which is shared)."""
+    sel = np.nonzero(m)[0]
+    n = ctx.n
+    sub = Ctx.sub(ctx, sel)
+    env = ctx.env
+    # uniform values (hoisted out of the branch) stay as they are; per-lane ones are compacted
+    senv = sub.env = list(env)
+    slots: list[tuple[LocalSlot, LocalSlot, Any]] = []
+    for i in free:
+        v = env[i]
+        if isinstance(v, np.ndarray):
+            v = _compact(v, sel, n)
+        elif isinstance(v, LocalSlot):
+            proxy = LocalSlot(v.name, _compact(v.arr, sel, n))
+            slots.append((v, proxy, proxy.arr))
+            v = proxy
+        elif isinstance(v, Ptr):
+            if v.start is not None:
+                idx = (ctx.lanes()[sel]).astype(np.intp)
+                v = Ptr(v.mem, idx, idx)
+            elif v.unit:
+                idx = ctx.unit_index()[sel]
+                v = Ptr(v.mem, idx, idx)
+            else:
+                v = Ptr(v.mem, _compact(v.index, sel, n), _compact(v.orig, sel, n),
+                        None if v.bad is None else _compact(v.bad, sel, n),
+                        None if v.report is None else _compact(v.report, sel, n))
+        senv[i] = v
+    body(sub, None)
+    for slot, proxy, before in slots:
+        if proxy.arr is not before:
+            merged = np.array(full(slot.arr, n))
+            merged[sel] = full(proxy.arr, len(sel))
+            slot.arr = merged
+
+
 @builder("scf.if")
 def _b_if(plan: Plan, op: Op, depth: int) -> Step:
     c = op.operands[0].id
     then = plan._block(op.regions[0], depth + 1)
     has_else = len(op.regions) > 1 and bool(op.regions[1].ops)
     orelse = plan._block(op.regions[1], depth + 1) if has_else else None
+    free_then = _free_ids([op.regions[0]])
+    free_else = _free_ids([op.regions[1]]) if has_else else []
     traced = plan.traced
+
+    def branch(ctx: Ctx, m: Any, body: Callable[[Ctx, Any], None], free: list[int]) -> None:
+        if m is not None and ctx.n >= COMPACT_MIN_LANES:
+            k = int(np.count_nonzero(m))
+            if k * COMPACT_RATIO <= ctx.n:
+                run_compacted(ctx, m, free, body)
+                return
+        body(ctx, m)
 
     def step(ctx: Ctx, mask: Any) -> None:
         cond = ctx.env[c]
@@ -1310,11 +1451,11 @@ def _b_if(plan: Plan, op: Op, depth: int) -> Step:
             ctx.launch.tracer.record(op, depth, ctx, mask, cond, True)
         m = m_and(mask, cond)
         if m is not DEAD:
-            then(ctx, m)
+            branch(ctx, m, then, free_then)
         if orelse is not None:
             m = m_and(mask, np.logical_not(cond))
             if m is not DEAD:
-                orelse(ctx, m)
+                branch(ctx, m, orelse, free_else)
 
     return step
 
@@ -1437,7 +1578,7 @@ def _b_print(plan: Plan, op: Op, depth: int) -> Step:
                 text = fmt.format(*args)
             except (IndexError, KeyError, ValueError) as exc:
                 text = f"{fmt!r} (format error: {exc})"
-            launch.prints.append(f"[cube {cube} unit {unit} | pos {ctx.start + li}] {text}")
+            launch.prints.append(f"[cube {cube} unit {unit} | pos {ctx.abs_lane(li)}] {text}")
 
     return step
 

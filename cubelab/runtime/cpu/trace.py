@@ -101,11 +101,10 @@ class Tracer:
 
     def record(self, op: Op, depth: int, ctx: Any, mask: Any, value: Any = None,
                has_value: bool = False, note: str = "") -> None:
-        start, n = ctx.start, ctx.n
         env = ctx.env
         for u in self.units:
-            li = u - start
-            if not 0 <= li < n:
+            li = ctx.find_lane(u)
+            if li is None:
                 continue
             if mask is not None and not mask[li]:
                 continue
