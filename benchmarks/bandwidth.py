@@ -3,10 +3,10 @@
 saxpy moves 3 × 16 bytes per vec4 item (read x, read y, write y). Both paths dispatch the same
 generated WGSL over the same sizes with 256 units per cube (grids over 65535 cubes are folded
 into y, ABSOLUTE_POS is linear); each size is launched `--reps` times and then synced, and the
-best of 3 such runs is kept. At large sizes the GPU's memory time dominates and cubelab must
+best of `--rounds` such runs (interleaved between the two paths) is kept. At large sizes the GPU's memory time dominates and cubelab must
 keep ≥ 95 % of raw; at small sizes the table shows what the launch path costs.
 
-    python benchmarks/bandwidth.py [--max-items 64M] [--reps 20]
+    python benchmarks/bandwidth.py [--max-items 64M] [--reps 20] [--rounds 5]
 
 The largest size defaults to 64 M vec4 (1 GiB per buffer) on a real GPU and to 1 M on a CPU
 adapter (lavapipe), where a full sweep would take minutes; `--max-items` overrides either.
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from typing import Any
 
 import numpy as np
 from _common import RawWgpu, table
@@ -43,16 +42,13 @@ def grid(items: int) -> tuple[int, int, int]:
     return (x, math.ceil(cubes / x), 1)
 
 
-def best(fn: Any, repeats: int = 3) -> float:
-    return min(fn() for _ in range(repeats))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-items", type=parse_items, default=None,
                     help="largest size in vec4 items, e.g. 64M (default: 64M on a GPU, 1M on a "
                          "CPU adapter)")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=5, help="best of this many runs per path")
     args = ap.parse_args()
     from kernels import saxpy
 
@@ -109,8 +105,11 @@ def main() -> None:
     worst_large = None
     for items in sizes:
         cubelab_run(items)  # warm: compile once, bind group cached
-        c = best(lambda: cubelab_run(items))
-        r = best(lambda: raw_run(items))
+        # interleaved, so both paths see the same machine (lavapipe shares the CPU with Python)
+        c, r = 1e9, 1e9
+        for _ in range(args.rounds):
+            c = min(c, cubelab_run(items))
+            r = min(r, raw_run(items))
         moved = 3 * 16 * items
         gc, gr = moved / c / 1e9, moved / r / 1e9
         label = f"{items // (1 << 20)}M" if items >= 1 << 20 else f"{items // (1 << 10)}K"
