@@ -151,3 +151,11 @@ def spin(out: SliceMut[u32]):
     while x != 0:
         x += 2
     out[ABSOLUTE_POS] = x
+
+
+@cube(launch=True)
+def read_then_clear(y: SliceMut[f32], out: SliceMut[f32]):
+    """The value read must survive the write that follows it (no view of y may leak)."""
+    v = y[ABSOLUTE_POS]
+    y[ABSOLUTE_POS] = f32(0.0)
+    out[ABSOLUTE_POS] = v + f32(1.0)

@@ -127,3 +127,18 @@ def test_atomic_fetch_add_hands_every_unit_a_distinct_old_value(client):
     for b in range(16):
         np.testing.assert_array_equal(np.sort(got[x % 16 == b]), np.arange(counts[b]))
     assert read(client, u32, [top])[0][0] == x.max()
+
+
+def test_a_value_read_before_a_write_keeps_what_was_read(client):
+    from cpu_kernels import read_then_clear
+
+    y0 = np.arange(300, dtype=np.float32)
+    y = arg(client, f32, y0)
+    out, = outs(client, 300, 1)
+    read_then_clear.launch(client, CubeCount.Static(3), CubeDim.new_1d(100), y, out)
+    np.testing.assert_array_equal(read(client, f32, [out])[0], y0 + 1)
+    np.testing.assert_array_equal(read(client, f32, [y])[0], np.zeros(300, np.float32))
+    # the same buffer as both arguments: the write lands where out is written next
+    same = arg(client, f32, y0)
+    read_then_clear.launch(client, CubeCount.Static(3), CubeDim.new_1d(100), same, same)
+    np.testing.assert_array_equal(read(client, f32, [same])[0], y0 + 1)

@@ -31,6 +31,12 @@ def register_server(kind: str, factory: Callable[[EventBus], Any]) -> None:
 
 
 def _wgpu_factory(bus: EventBus) -> Any:
+    try:
+        import wgpu  # noqa: F401
+    except ImportError:
+        # "no GPU runtime here" must be a DeviceError, or Device.default() cannot fall back
+        raise DeviceError("the wgpu package is not installed (pip install wgpu); "
+                          "use Device.cpu()") from None
     from cubelab.runtime.wgpu.server import WgpuServer
 
     return WgpuServer(bus)

@@ -24,7 +24,7 @@ import numpy as np
 
 class Mem:
     __slots__ = ("name", "store", "length", "kind", "view_ok", "shape", "strides", "handle_id",
-                 "item_shape")
+                 "item_shape", "aliased")
 
     def __init__(self, name: str, store: np.ndarray, length: int, kind: str,
                  view_ok: bool = False, handle_id: int = -1) -> None:
@@ -37,6 +37,7 @@ class Mem:
         self.strides: tuple[int, ...] = ()
         self.handle_id = handle_id
         self.item_shape = store.shape[2:] if kind != "global" else store.shape[1:]
+        self.aliased = False  # the same memory is bound to another argument of the launch
 
     def __repr__(self) -> str:
         return f"Mem({self.kind} {self.name}, len={self.length})"

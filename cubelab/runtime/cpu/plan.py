@@ -60,7 +60,7 @@ class KernelRuntimeError(CubeError):
 
 
 # -- per-launch and per-chunk state --------------------------------------------------------------
-@dataclass
+@dataclass(slots=True)
 class LaunchState:
     kernel: str
     count: tuple[int, int, int]
@@ -347,6 +347,7 @@ class Plan:
         self.needed = self._liveness() if not traced else None
         self.used_results = {o.id for op in definition.walk() for o in op.operands}
         self.written = self._written_buffers()
+        self.view_loads = self._view_loads()
         self.shared_bytes = 0
         # Values that are the same for every unit of a launch and depend only on its scalars,
         # lengths and grid (constants, `x.len() - 1`, `Vector.new(a)`, ...) are computed once per
@@ -441,6 +442,75 @@ class Plan:
                 if b is not None:
                     written.add(b)
         return written
+
+    def _view_loads(self) -> set[int]:
+        """Loads of a *written* buffer that may still return a view of its memory (by id(op)):
+        every use of the value (and of views of it) comes before the first op of the same
+        block that writes that buffer, and the value never lands in a local variable. saxpy's
+        `y[i]` is one: read, added, and only then stored. Saves a copy per load."""
+        origin: dict[int, int] = {b.value.id: b.index for b in self.definition.buffers}
+        producer: dict[int, Op] = {}
+        where: dict[int, tuple[Block, int]] = {}  # id(op) -> (its block, its index there)
+        parent: dict[int, Op] = {}  # id(op) -> the op whose region holds it
+
+        def index_block(block: Block, owner: Op | None) -> None:
+            for i, op in enumerate(block.ops):
+                where[id(op)] = (block, i)
+                if owner is not None:
+                    parent[id(op)] = owner
+                for r in op.results:
+                    producer[r.id] = op
+                for reg in op.regions:
+                    index_block(reg, op)
+
+        index_block(self.definition.body, None)
+        ops = list(self.definition.walk())
+        for op in ops:
+            if op.name == "memory.index" and op.operands[0].id in origin:
+                origin[op.result.id] = origin[op.operands[0].id]
+
+        def writes(op: Op, b: int) -> bool:
+            return any(o.name in ("memory.store", "atomic.store", "atomic.rmw", "atomic.cas")
+                       and origin.get(o.operands[0].id) == b for o in op.walk())
+
+        def position_in(op: Op, block: Block) -> int | None:
+            cur: Op | None = op
+            while cur is not None:
+                blk, i = where[id(cur)]
+                if blk is block:
+                    return i
+                cur = parent.get(id(cur))
+            return None
+
+        safe: set[int] = set()
+        for load in ops:
+            if load.name != "memory.load":
+                continue
+            b = origin.get(load.operands[0].id)
+            if b is None or b not in self.written:
+                continue
+            block, i = where[id(load)]
+            alias = {load.result.id}
+            uses: list[Op] = []
+            ok = True
+            for op in ops:
+                if not any(o.id in alias for o in op.operands):
+                    continue
+                uses.append(op)
+                if op.name in ("vector.extract", "vector.splat", "arith.cast") and op.results:
+                    alias.add(op.result.id)
+                if op.name == "memory.store" and op.operands[1].id in alias:
+                    ptr = producer.get(op.operands[0].id)
+                    if ptr is None or ptr.name != "memory.index":
+                        ok = False  # into a local variable: it would outlive the buffer's data
+            if not ok:
+                continue
+            first_write = next((k for k in range(i + 1, len(block.ops))
+                                if writes(block.ops[k], b)), len(block.ops))
+            last_use = max((position_in(u, block) or len(block.ops) for u in uses), default=i)
+            if last_use < first_write:
+                safe.add(id(load))
+        return safe
 
     # -- blocks ----------------------------------------------------------------------------------
     def _block(self, block: Block, depth: int) -> Callable[["Ctx", Any], None]:
@@ -1038,6 +1108,7 @@ def scatter(ctx: Ctx, p: Ptr, value: np.ndarray, mask: Any) -> None:
 @builder("memory.load")
 def _b_load(plan: Plan, op: Op, depth: int) -> Step:
     a, r = op.operands[0].id, op.result.id
+    view = id(op) in plan.view_loads
 
     def step(ctx: Ctx, mask: Any) -> None:
         p = ctx.env[a]
@@ -1046,6 +1117,9 @@ def _b_load(plan: Plan, op: Op, depth: int) -> Step:
             return
         if p.report is not None:
             _report(ctx, op, p, False)
+        if view and p.start is not None and not p.mem.aliased:
+            ctx.env[r] = p.mem.store[p.start:p.stop]
+            return
         ctx.env[r] = gather(ctx, p)
 
     return step

@@ -244,18 +244,18 @@ class CpuServer(Server):
                              oob=mode, plane_size=self.plane_size, launch_seq=self._seq,
                              tracer=tracer, definition=definition,
                              max_iterations=self.max_loop_iterations)
-        report = LaunchReport(definition.name, self._seq, mode)
         try:
             plan.run(launch)
         finally:
-            report.oob, report.oob_total = launch.reports, launch.reports_total
-            report.prints, report.prints_total = launch.prints, launch.prints_total
-            for _, sink in self._scopes:
-                sink.append(report)
-            self._oob_writes.extend(a for a in launch.reports if a.write)
-            if tracer is not None:
-                self._trace_result = (tracer, report, definition)
-            self._publish(report, launch)
+            if self._scopes or tracer is not None or launch.reports or launch.prints:
+                report = LaunchReport(definition.name, self._seq, mode, launch.reports,
+                                      launch.reports_total, launch.prints, launch.prints_total)
+                for _, sink in self._scopes:
+                    sink.append(report)
+                self._oob_writes.extend(a for a in launch.reports if a.write)
+                if tracer is not None:
+                    self._trace_result = (tracer, report, definition)
+                self._publish(report, launch)
 
     def _bind(self, definition: KernelDefinition, plan: Plan, bindings: Bindings) -> list[Mem]:
         # Views are cached per (plan, buffers): binding costs ~15 µs, a quarter of a small
@@ -284,6 +284,7 @@ class CpuServer(Server):
                 store = store.reshape(-1, ty.width)
             view_ok = p.index not in plan.written and b.handle.id not in written_handles
             mem = Mem(p.name, store, b.items, "global", view_ok, b.handle.id)
+            mem.aliased = sum(1 for o in bindings.buffers if o.handle.id == b.handle.id) > 1
             shape = getattr(b, "shape", None)
             if shape is not None:
                 mem.shape = tuple(shape)
