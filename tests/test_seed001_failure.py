@@ -299,3 +299,23 @@ def test_a_refused_submission_fails_every_launch_it_carried(wgpu_client):
     client.sync()  # the refusal lives on the buffers; the device is fine
     scale.launch(client, *one_cube(), arg(x), arg(a), 4.0)  # and a relaunch repairs
     np.testing.assert_array_equal(read(client, a), 4.0 * np.arange(8))
+
+
+def test_an_unforeseen_error_on_the_device_thread_still_lands_on_the_buffers(client):
+    """The runner drops what a fire-and-forget task raises; the server must not lose it."""
+    out = floats(client, np.zeros(8))
+    cap = _Capturing(client)
+    scale.launch(cap, *one_cube(), arg(floats(client, np.arange(8))), arg(out), 2.0)
+    kernel, count, bindings = cap.launched
+
+    class Broken:
+        name = "Broken"
+        profile_tag = "broken"
+
+        def id(self):
+            raise RuntimeError("a bug in a kernel object")
+
+    # handed straight to the device thread (client.launch would call id() on this thread)
+    client.device.runner.submit(client.device.server.launch, Broken(), count, bindings, 0)
+    with pytest.raises(BufferFailure, match="a bug in a kernel object"):
+        client.check([out])

@@ -372,6 +372,22 @@ class Server:
     def launch(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings, seq: int,
                profile: bool = False, mode: LaunchMode = LaunchMode.Execute,
                stream: int = 0) -> None:
+        """The second hop (device thread). Never loses an error: the runner drops what a
+        fire-and-forget task raises, so anything unforeseen lands on the declared write set."""
+        try:
+            self._launch(kernel, count, bindings, seq, profile, mode, stream)
+        except Exception as exc:  # noqa: BLE001 - a bug here must still be visible at read
+            try:
+                kid = kernel.id()
+            except Exception:  # noqa: BLE001
+                kid = _NO_ID
+            info = LaunchInfo(kernel.name, kid, seq, stream)
+            ExecuteScope.failed_writing(self.ledger, self.bus, info,
+                                        _written_pairs(bindings, None), exc)
+            raise
+
+    def _launch(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings, seq: int,
+                profile: bool, mode: LaunchMode, stream: int) -> None:
         kernel_id = kernel.id()
         info = LaunchInfo(kernel.name, kernel_id, seq, stream)
         entry = self.pipelines.get(kernel_id)
