@@ -319,3 +319,43 @@ def test_an_unforeseen_error_on_the_device_thread_still_lands_on_the_buffers(cli
     client.device.runner.submit(client.device.server.launch, Broken(), count, bindings, 0)
     with pytest.raises(BufferFailure, match="a bug in a kernel object"):
         client.check([out])
+
+
+def test_the_execute_scope_releases_replaces_or_keeps_its_claim():
+    """Rule 3 on the scope itself: released on a normal end, replaced by a reported error, kept
+    (with why) when the body is interrupted."""
+    from cubelab.runtime.events import EventBus
+    from cubelab.runtime.execute_scope import ExecuteScope, FailureLedger, LaunchInfo
+    from cubelab.runtime.handle import Handle
+
+    ledger, bus = FailureLedger(), EventBus()
+    a, b, c = (Handle.new(16, device_id=0) for _ in range(3))
+    info = LaunchInfo("K", None, 1)  # type: ignore[arg-type]
+    seen: list[str] = []
+
+    def body_checks_claim() -> None:
+        seen.append(ledger.state(a))
+
+    assert ExecuteScope.launching(ledger, bus, info, [], [(a, "a")]).execute(body_checks_claim)
+    assert seen == ["claimed"] and ledger.state(a) == "clean"
+
+    refused = ResourceError("the driver said no")
+    assert not ExecuteScope.launching(ledger, bus, info, [], [(b, "b")]).execute(lambda: refused)
+    assert ledger.get(b).error is refused and ledger.state(b) == "failed"
+
+    class Interrupted(BaseException):
+        pass
+
+    def body_interrupted() -> None:
+        raise Interrupted("stopped mid-launch")
+
+    with pytest.raises(Interrupted):
+        ExecuteScope.launching(ledger, bus, info, [], [(c, "c")]).execute(body_interrupted)
+    assert ledger.state(c) == "claimed"
+    assert "never finished: Interrupted: stopped mid-launch" in str(ledger.error_for(c))
+
+    # a launch reading `b` is skipped and never runs its body
+    ran: list[bool] = []
+    scope = ExecuteScope.launching(ledger, bus, LaunchInfo("Down", None, 2), [b], [(a, "a")])  # type: ignore[arg-type]
+    assert scope.skipped and not scope.execute(lambda: ran.append(True)) and not ran
+    assert ledger.get(a).error is refused and ledger.get(a).skipped == ("Down",)
