@@ -288,7 +288,9 @@ def test_a_refused_submission_fails_every_launch_it_carried(wgpu_client):
         scale.launch(client, *one_cube(), arg(x), arg(a), 2.0)
         scale.launch(client, *one_cube(), arg(x), arg(b), 3.0)
         gate.set()
-        client.device.runner.call(server.flush, "test")
+        # the read flushes the stream (refused), then answers with the refusal, not old bytes
+        with pytest.raises(BufferFailure, match="the submission was refused"):
+            client.read_one(b)
     finally:
         gate.set()
         client.device.runner.call(setattr, server, "queue", server.queue._queue)

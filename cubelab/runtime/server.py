@@ -186,12 +186,14 @@ class Server:
 
     def read(self, handles: list[Handle], stream: int = 0) -> list[bytes]:
         self._refuse_in_capture(stream, "read")
+        # Flush first: a submission the driver refuses fails its buffers *now*, and the read
+        # must see that rather than return the bytes the refused work never wrote.
+        self.scheduler.flush_for(handles, "read")
+        self._collect_async()
         for h in handles:
             err = self.ledger.error_for(h)
             if err is not None:
                 raise err
-        self.scheduler.flush_for(handles, "read")
-        self._raise_async("read")
         return self.read_bytes(handles)
 
     def check(self, handles: list[Handle]) -> None:
@@ -240,11 +242,6 @@ class Server:
 
     def _collect_async(self) -> None:
         self.faults.extend(self.take_async_errors())
-
-    def _raise_async(self, what: str) -> None:
-        errs = self.take_async_errors()
-        if errs:
-            self.faults.extend(errs)
 
     # -- compile (shared) ---------------------------------------------------------------------
     def set_options(self, **changes: Any) -> None:
