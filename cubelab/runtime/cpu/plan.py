@@ -272,8 +272,7 @@ def lane_values(definition: KernelDefinition) -> set[int]:
     """Ids of u32 values provably equal to the lane's linear position (ABSOLUTE_POS): lanes are
     laid out cube-major, so ((W2*N1 + W1)*N0 + W0)*D + U is exactly the lane number."""
     d = definition.cube_dim[0] * definition.cube_dim[1] * definition.cube_dim[2]
-    w = {"W0": {("W0",): 1}, "W1": {("W1",): 1}, "W2": {("W2",): 1}, "N0": {("N0",): 1},
-         "N1": {("N1",): 1}, "U": {("U",): 1}}
+    w: dict[str, Poly] = {k: {(k,): 1} for k in ("W0", "W1", "W2", "N0", "N1", "U")}
     cube = _padd(_pmul(_padd(_pmul(w["W2"], w["N1"]), w["W1"]), w["N0"]), w["W0"])
     lane = _padd(_pmul(cube, {(): d}), w["U"])
     polys: dict[int, Poly] = {}
@@ -379,7 +378,7 @@ class Plan:
                     continue
                 if op.results and op.results[0].id in self.lane_ids:
                     continue  # computed from the lane number directly, operands not needed
-                operands = list(op.operands)
+                operands: list[Value | _Ref] = list(op.operands)
                 if op.name == "memory.index" and operands[1].id in self.lane_min:
                     # the index step clamps the lane number itself when it must
                     operands[1] = _Ref(self.lane_min[operands[1].id])
@@ -767,6 +766,7 @@ def _b_math2(plan: Plan, op: Op, depth: int) -> Step:
     fn = op.attrs["fn"]
     a, b = (o.id for o in op.operands)
     r = op.result.id
+    f: Any
     if fn == "pow":
         def f(x: Any, y: Any) -> Any:
             return np.where(x < 0, np.float32(np.nan), np.power(x, y))
@@ -1568,20 +1568,22 @@ def _b_for(plan: Plan, op: Op, depth: int) -> Step:
                     tracer.record(op, depth, ctx, mask, env[ivid], True, f"iteration i = {i}")
                 body(ctx, mask)
             return
-        i = full(start, ctx.n).copy()
+        iv = full(start, ctx.n).copy()
         n = 0
+        m = mask
         while True:
-            m = m_and(mask, i < end)
+            # a unit that has left the loop stays out, even if its counter wraps around
+            m = m_and(m, iv < end)
             if m is DEAD:
                 return
             n += 1
             if n > ctx.launch.max_iterations:
                 raise _runaway(plan, op, ctx.launch.max_iterations)
-            env[ivid] = i
+            env[ivid] = iv
             if tracer is not None:
-                tracer.record(op, depth, ctx, m, i, True, "iteration")
+                tracer.record(op, depth, ctx, m, iv, True, "iteration")
             body(ctx, m)
-            i = i + stp
+            iv = iv + stp
 
     return step
 

@@ -109,7 +109,7 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def count_ones(x: np.ndarray) -> np.ndarray:
-    v = x.astype(np.uint32)
+    v: Any = x.astype(np.uint32)
     v = v - ((v >> 1) & 0x55555555)
     v = (v & 0x33333333) + ((v >> 2) & 0x33333333)
     v = (v + (v >> 4)) & 0x0F0F0F0F
