@@ -42,3 +42,11 @@ def test_debug_print_on_wgpu_is_a_clear_not_supported_failure(wgpu_client):
     assert "Device.cpu()" in message
     (failed,) = rec.of(ev.CompileFailed)
     assert "WGSL has no printf" in str(failed.error)
+
+
+def test_debug_print_outside_a_block_prints_when_the_launch_has_run(cpu_client, capsys):
+    _launch(cpu_client)
+    cpu_client.sync()
+    assert capsys.readouterr().out.splitlines() == [
+        "[cube (0, 0, 0) unit (1, 0, 0) | pos 1] x[1] = 1.5",
+        "[cube (1, 0, 0) unit (0, 0, 0) | pos 2] x[2] = 2.5"]

@@ -22,7 +22,13 @@ from typing import Any, Iterator
 from cubelab.errors import CubeError
 from cubelab.runtime.cpu.memory import OOB_MODES, OobAccess
 from cubelab.runtime.cpu.plan import DivergentBarrier, KernelRuntimeError
-from cubelab.runtime.cpu.server import CpuServer, DebugPrinted, LaunchReport, OutOfBoundsWrite
+from cubelab.runtime.cpu.server import (
+    CpuServer,
+    DebugPrinted,
+    LaunchReport,
+    OutOfBoundsWrite,
+    print_lines,
+)
 
 __all__ = ["CpuServer", "DebugPrinted", "DivergentBarrier", "KernelRuntimeError", "LaunchReport",
            "LaunchResults", "OOB_MODES", "OobAccess", "OutOfBoundsWrite", "cpu_server", "oob_mode", "set_oob_mode",
@@ -85,6 +91,11 @@ def oob_mode(client: Any, mode: str | None) -> Iterator[LaunchResults]:
         yield result
     finally:
         runner.call(server.pop_scope)
+        # debug_print lines of the block, printed here, on the calling thread: in a notebook
+        # they land in the cell that made the launches
+        for report in result.launches:
+            if report.prints:
+                print("\n".join(print_lines(report)))
 
 
 def launch_results(client: Any) -> Any:

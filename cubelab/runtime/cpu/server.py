@@ -72,6 +72,14 @@ class LaunchReport:
     prints_total: int = 0
 
 
+def print_lines(report: LaunchReport) -> list[str]:
+    """A launch's debug_print lines as printed (with a note when some were dropped)."""
+    lines = list(report.prints)
+    if report.prints_total > len(lines):
+        lines.append(f"... {report.prints_total - len(lines)} more debug_print lines not shown")
+    return lines
+
+
 def _line_map(kernel: KernelDefinition) -> dict[int, Loc]:
     """Printed IR line -> kernel source location (mirrors `ir.printer`'s layout)."""
     out: dict[int, Loc] = {}
@@ -294,12 +302,13 @@ class CpuServer(Server):
 
     def _publish(self, report: LaunchReport, launch: LaunchState) -> None:
         if report.prints:
-            lines = list(report.prints)
-            if report.prints_total > len(lines):
-                lines.append(f"... {report.prints_total - len(lines)} more debug_print lines "
-                             "not shown")
-            sys.stdout.write("\n".join(lines) + "\n")
-            sys.stdout.flush()
+            lines = print_lines(report)
+            if not self._scopes:
+                # inside an oob_mode/launch_results block the calling thread prints them when
+                # the block ends (a notebook shows a thread's output in the cell that started
+                # the thread, which for the device thread is an old one)
+                sys.stdout.write("\n".join(lines) + "\n")
+                sys.stdout.flush()
             if self.bus.active:
                 self.bus.publish(DebugPrinted(report.kernel, tuple(lines), report.prints_total,
                                               report.launch_seq))
