@@ -1501,6 +1501,16 @@ def run_compacted(ctx: Ctx, m: np.ndarray, free: list[int],
             slot.arr = merged
 
 
+def branch(ctx: Ctx, m: Any, body: Callable[[Ctx, Any], None], free: list[int]) -> None:
+    """Run `body` under mask `m`, compacted to the active lanes when they are few."""
+    if m is not None and ctx.n >= COMPACT_MIN_LANES:
+        k = int(np.count_nonzero(m))
+        if k * COMPACT_RATIO <= ctx.n:
+            run_compacted(ctx, m, free, body)
+            return
+    body(ctx, m)
+
+
 @builder("scf.if")
 def _b_if(plan: Plan, op: Op, depth: int) -> Step:
     c = op.operands[0].id
@@ -1510,14 +1520,6 @@ def _b_if(plan: Plan, op: Op, depth: int) -> Step:
     free_then = _free_ids([op.regions[0]])
     free_else = _free_ids([op.regions[1]]) if has_else else []
     traced = plan.traced
-
-    def branch(ctx: Ctx, m: Any, body: Callable[[Ctx, Any], None], free: list[int]) -> None:
-        if m is not None and ctx.n >= COMPACT_MIN_LANES:
-            k = int(np.count_nonzero(m))
-            if k * COMPACT_RATIO <= ctx.n:
-                run_compacted(ctx, m, free, body)
-                return
-        body(ctx, m)
 
     def step(ctx: Ctx, mask: Any) -> None:
         cond = ctx.env[c]
@@ -1550,6 +1552,7 @@ def _b_for(plan: Plan, op: Op, depth: int) -> Step:
     ivid = iv.id
     dt = sem.dtype_of(_ty(iv))
     body = plan._block(body_block, depth + 1)
+    free = _free_ids([body_block]) + [ivid]  # the counter is set outside the body
     traced = plan.traced
 
     def step(ctx: Ctx, mask: Any) -> None:
@@ -1582,7 +1585,7 @@ def _b_for(plan: Plan, op: Op, depth: int) -> Step:
             env[ivid] = iv
             if tracer is not None:
                 tracer.record(op, depth, ctx, m, iv, True, "iteration")
-            body(ctx, m)
+            branch(ctx, m, body, free)
             iv = iv + stp
 
     return step
@@ -1597,6 +1600,8 @@ def _b_while(plan: Plan, op: Op, depth: int) -> Step:
     c = cond_ops[-1].operands[0].id
     before = plan._block(before_block, depth + 1)
     after = plan._block(after_block, depth + 1)
+    # region 1 may run compacted; region 0 never is (its condition is read here, full width)
+    free_after = _free_ids([after_block])
     traced = plan.traced
 
     def step(ctx: Ctx, mask: Any) -> None:
@@ -1614,7 +1619,7 @@ def _b_while(plan: Plan, op: Op, depth: int) -> Step:
             n += 1
             if n > ctx.launch.max_iterations:
                 raise _runaway(plan, op, ctx.launch.max_iterations)
-            after(ctx, m)
+            branch(ctx, m, after, free_after)
 
     return step
 
