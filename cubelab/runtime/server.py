@@ -169,7 +169,7 @@ class Server:
         # The driver refused a whole submission: every task in it carries the refusal.
         for t in tasks:
             if t.written:
-                info = LaunchInfo(t.kernel, _NO_ID, t.launch_seq)
+                info = LaunchInfo(t.kernel, t.kernel_id or _NO_ID, t.launch_seq)
                 fail_buffers(self.ledger, self.bus, info, t.written, exc)
 
     # -- calls from the client (device thread) ------------------------------------------------
@@ -480,7 +480,8 @@ class Server:
             self.dispatch(entry, c, bindings)
             dispatched = True
             # `batch`: a replay submits once at its end, so no max_tasks flush in the middle
-            self.scheduler.register(stream, Task(info.kernel, info.launch_seq, written),
+            self.scheduler.register(stream, Task(info.kernel, info.launch_seq, written,
+                                                 info.kernel_id),
                                     allow_flush=not batch)
             if flush:
                 self.scheduler.flush(stream, why)

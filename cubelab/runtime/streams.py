@@ -31,7 +31,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from cubelab.runtime import events as ev
 
@@ -91,6 +91,7 @@ class Task:
     kernel: str
     launch_seq: int
     written: list[tuple["Handle", str]]  # (handle, binding name)
+    kernel_id: Any = None
 
 
 @dataclass
