@@ -144,16 +144,22 @@ def msl_literal(value: object, elem: Elem) -> str:
     return "(-2147483647 - 1)" if iv == -(2**31) else str(iv)
 
 
-def _walk_types(kernel: KernelDefinition) -> list[object]:
-    out: list[object] = [b.item for b in kernel.buffers]
-    for op in kernel.walk():
-        out += [v.type for v in op.results] + [v.type for v in op.operands]
-        for r in op.regions:
-            out += [a.type for a in r.args]
+def _all_ops(kernel: KernelDefinition) -> list[Op]:
+    """Every op, nested ones included, in program order (one walk, shared by the pre-passes)."""
+    out: list[Op] = []
+    stack = [iter(kernel.body.ops)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        out.append(op)
+        for region in reversed(op.regions):
+            stack.append(iter(region.ops))
     return out
 
 
-def _vector_types(kernel: KernelDefinition) -> list[Ty]:
+def _vector_types(kernel: KernelDefinition, ops: list[Op]) -> list[Ty]:
     """Every vector type the kernel uses, in order of first appearance."""
     seen: dict[Ty, None] = {}
 
@@ -166,18 +172,24 @@ def _vector_types(kernel: KernelDefinition) -> list[Ty]:
         elif isinstance(ty, Pointer):
             visit(ty.pointee)
 
-    for ty in _walk_types(kernel):
-        visit(ty)
+    for b in kernel.buffers:
+        visit(b.item)
+    for op in ops:
+        for v in op.results:
+            visit(v.type)
+        for r in op.regions:
+            for a in r.args:
+                visit(a.type)
     return list(seen)
 
 
-def _written_buffers(kernel: KernelDefinition) -> set[int]:
+def _written_buffers(kernel: KernelDefinition, ops: list[Op]) -> set[int]:
     """Ids of buffer values the IR may write through. Only loads, lengths and indexing count as
     reading; any other use of a derived pointer (a store, an atomic, an op added later) counts
     as a write, so a buffer is `const` only when that is certain."""
     root: dict[int, int] = {b.value.id: b.value.id for b in kernel.buffers}
     written: set[int] = set()
-    for op in kernel.walk():
+    for op in ops:
         for i, v in enumerate(op.operands):
             r = root.get(v.id)
             if r is None:
@@ -208,7 +220,9 @@ class _Emitter:
         self.body_map: dict[int, Loc] = {}
         self.shared_decls: list[tuple[str, Loc | None]] = []
         self.shared_zero: list[tuple[str, Array]] = []
-        self.next_id = self._max_id(kernel) + 1
+        ops = _all_ops(kernel)
+        self.vector_types = _vector_types(kernel, ops)
+        self.next_id = self._max_id(kernel, ops) + 1
         self.place: dict[int, str] = {}  # pointer value id -> lvalue (locals, shared arrays)
         self.ptr_space: dict[int, tuple[str, bool]] = {}  # pointer id -> (space, const)
         self.splat: dict[int, str] = {}  # vector id -> the scalar every component equals
@@ -218,7 +232,7 @@ class _Emitter:
         self.builtins: dict[str, str] = {}  # Metal attribute -> parameter name
         self.meta_index = {b.value.id: i for i, b in enumerate(kernel.buffers)}
         self.tensor_index = {b.value.id: i for i, b in enumerate(kernel.tensors())}
-        written = _written_buffers(kernel)
+        written = _written_buffers(kernel, ops)
         for b in kernel.buffers:
             self.ptr_space[b.value.id] = ("device", b.value.id not in written)
         self.const_buffers = {b.value.id for b in kernel.buffers if b.value.id not in written}
@@ -229,17 +243,13 @@ class _Emitter:
 
     # -- names and lines ----------------------------------------------------------------------
     @staticmethod
-    def _max_id(kernel: KernelDefinition) -> int:
-        top = -1
-        for b in kernel.buffers:
-            top = max(top, b.value.id)
-        for op in kernel.walk():
-            for v in [*op.results, *op.operands]:
-                top = max(top, v.id)
+    def _max_id(kernel: KernelDefinition, ops: list[Op]) -> int:
+        ids = [b.value.id for b in kernel.buffers]
+        for op in ops:
+            ids += [v.id for v in op.results]
             for r in op.regions:
-                for a in r.args:
-                    top = max(top, a.id)
-        return top
+                ids += [a.id for a in r.args]
+        return max(ids, default=-1)
 
     def fresh(self) -> str:
         name = f"v{self.next_id}"
@@ -638,7 +648,7 @@ def compile_msl(kernel: KernelDefinition) -> CompiledSource:
     prologue = _shared_prologue(e, kernel)
 
     head = ["#include <metal_stdlib>", "using namespace metal;", *_TYPEDEFS]
-    head += [vector_struct(t) for t in _vector_types(kernel)]
+    head += [vector_struct(t) for t in e.vector_types]
     head += ["", "struct info_st {"]
     scalars, static = [], ""
     for f in e.info.fields:
