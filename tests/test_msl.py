@@ -428,6 +428,18 @@ def test_every_core_and_zoo_kernel_and_every_op_compiles_under_the_metal_shim(tm
     compile_under_shim(sources, tmp_path)
 
 
+def test_msl_and_wgsl_of_every_kernel_share_the_entry_and_read_the_same_info_fields():
+    """The two views line up: same entry name, same scalar and metadata slots of info_st."""
+    from cubelab.compiler.wgsl import compile_wgsl
+
+    fields = re.compile(r"info(?:_v\d+)?\.(scalars_\w+|static_meta)\[(\d+)\]")
+    for name, k in {**core_kernels(), **zoo_kernels()}.items():
+        d = definition(k)
+        m, w = compile_msl(d), compile_wgsl(d)
+        assert m.entry == w.entry == d.entry, name
+        assert set(fields.findall(m.source)) == set(fields.findall(w.source)), name
+
+
 def test_the_shim_rejects_a_store_through_a_read_only_buffer(tmp_path):
     """The shim is a real check: flip the store in `add` onto the const input `x`."""
     src = msl_of(add_k(False, False))
