@@ -21,9 +21,11 @@ millions wide:
   serialisation of the atomics).
 
 Cubes are independent, so a dispatch runs in chunks of whole cubes (`CHUNK_LANES` lanes at a
-time) — which bounds memory and keeps arrays cache-sized. The one pattern compiled specially is
-an index equal to ABSOLUTE_POS (found by a small symbolic analysis): such a load or store is a
-slice of the buffer, not a gather.
+time) — which bounds memory and keeps arrays cache-sized. What keeps it fast: an index equal to
+ABSOLUTE_POS (found by a small symbolic analysis; also CheckedIo's `min(ABSOLUTE_POS, len-1)`)
+loads and stores a slice of the buffer instead of gathering; values that are the same for every
+unit are computed once per launch signature; and a branch (or per-unit loop body) that few
+units of a large chunk take runs *compacted*, on those units alone (`run_compacted`).
 
 What is deliberately *not* emulated: a data race's outcome (lockstep picks one legal outcome),
 and the GPU's float summation order in `plane.reduce` (tests compare floats with a tolerance).
@@ -38,7 +40,7 @@ import numpy as np
 
 from cubelab.errors import CubeError
 from cubelab.ir.core import Block, KernelDefinition, Op, Value
-from cubelab.ir.types import Array, Atomic, Elem, Pointer, RuntimeArray, Ty
+from cubelab.ir.types import Array, Atomic, Elem, Pointer, Ty
 from cubelab.runtime.cpu import semantics as sem
 from cubelab.runtime.cpu.memory import LocalSlot, Mem, OobAccess, Ptr
 from cubelab.runtime.cpu.trace import Tracer
