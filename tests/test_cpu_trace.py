@@ -82,3 +82,18 @@ def test_tracing_a_wgpu_launch_runs_it_on_a_cpu_copy_and_leaves_wgpu_buffers_alo
 def test_trace_needs_a_unit_of_the_launch(cpu_client):
     with pytest.raises(ValueError, match="not part of this launch"):
         trace_saxpy(cpu_client, units=(8,))
+
+
+def test_a_loop_appears_once_per_iteration_the_unit_ran(cpu_client):
+    from cpu_kernels import skip_multiples_of_three
+    from cubelab.prelude import u32
+
+    out = cpu_client.empty(4 * 8)
+    t = inspect.trace(skip_multiples_of_three.launch, cpu_client, CubeCount.Static(1),
+                      CubeDim.new_1d(8), BufferArg.from_raw_parts(out, 8), units=[4, 1])
+    iterations = [s.value for s in t.find(op="scf.for", unit=4)]
+    assert iterations == [0, 1, 2, 3, 4]  # range(ABSOLUTE_POS + 1) for unit 4
+    assert [s.value for s in t.find(op="scf.for", unit=1)] == [0, 1]
+    (store,) = t.find(op="memory.store", unit=4)[-1:]
+    assert store.value == 1 + 2 + 4
+    np.testing.assert_array_equal(u32.from_bytes(cpu_client.read_one(out))[:5], [0, 1, 3, 3, 7])
