@@ -272,6 +272,23 @@ def test_only_the_builtins_a_kernel_reads_are_parameters():
     assert "[[thread_position_in_grid]]" not in src
 
 
+def test_float_literals_are_the_shortest_digits_that_read_back_as_the_same_f32():
+    import struct
+
+    from cubelab.compiler.msl import msl_literal
+
+    assert msl_literal(0.1, Elem.F32) == "0.1f"
+    assert msl_literal(0.32759109139442444, Elem.F32) == "0.3275911f"  # erf's A&S constant
+    assert msl_literal(2.0, Elem.F32) == "2.0f"
+    assert msl_literal(float("inf"), Elem.F32) == "as_type<float>(2139095040u)"
+    for bits in (0x00000001, 0x3DCCCCCD, 0x7F7FFFFF, 0xFF7FFFFF, 0x80000000, 0x4B800001):
+        f = struct.unpack("<f", struct.pack("<I", bits))[0]
+        text = msl_literal(f, Elem.F32)
+        assert struct.pack("<f", float(text[:-1])) == struct.pack("<I", bits), (bits, text)
+    assert msl_literal(2**32 - 1, Elem.U32) == "4294967295u"
+    assert msl_literal(-(2**31), Elem.I32) == "(-2147483647 - 1)"
+
+
 # -- every op, every kernel, through a real compiler -------------------------------------------
 def test_every_op_in_the_ir_vocabulary_has_an_msl_lowering():
     missing = sorted(set(OPS) - set(MSL_OPS))

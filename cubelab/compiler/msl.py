@@ -133,15 +133,27 @@ def msl_literal(value: object, elem: Elem) -> str:
         bits = struct.unpack("<I", struct.pack("<f", f))[0]
         if math.isnan(f) or math.isinf(f):
             return f"as_type<float>({bits}u)"
-        s = repr(struct.unpack("<f", struct.pack("<f", f))[0])
-        if "e" not in s and "." not in s:
-            s += ".0"
-        return f"{s}f"
+        return f"{_shortest_f32(f)}f"
     iv = int(value)  # type: ignore[call-overload]
     if elem is Elem.U32:
         iv &= 0xFFFFFFFF
         return str(iv) if iv < 2**31 else f"{iv}u"
     return "(-2147483647 - 1)" if iv == -(2**31) else str(iv)
+
+
+def _shortest_f32(f: float) -> str:
+    """The fewest digits that read back as the same f32: `0.1`, not `0.10000000149011612`."""
+    want = struct.pack("<f", f)
+    for digits in range(1, 10):
+        s = f"{f:.{digits}g}"
+        try:
+            if struct.pack("<f", float(s)) == want:
+                break
+        except OverflowError:  # rounding up past the largest f32
+            continue
+    if "e" not in s and "." not in s:
+        s += ".0"
+    return s
 
 
 def _all_ops(kernel: KernelDefinition) -> list[Op]:
