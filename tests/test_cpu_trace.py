@@ -97,3 +97,17 @@ def test_a_loop_appears_once_per_iteration_the_unit_ran(cpu_client):
     (store,) = t.find(op="memory.store", unit=4)[-1:]
     assert store.value == 1 + 2 + 4
     np.testing.assert_array_equal(u32.from_bytes(cpu_client.read_one(out))[:5], [0, 1, 3, 3, 7])
+
+
+def test_units_of_a_3d_launch_can_be_named_by_cube_and_unit_coordinates(cpu_client):
+    from kernels import topology
+
+    out = cpu_client.empty(420 * 4)
+    count, dim = CubeCount.Static(3, 5, 7), CubeDim.new_2d(2, 2)
+    t = inspect.trace(topology.launch, cpu_client, count, dim, BufferArg.from_raw_parts(out, 420),
+                      units=[((1, 2, 3), (1, 1, 0))])
+    expect = inspect.unit_position(count, dim, (1, 2, 3), (1, 1, 0))
+    assert expect == ((3 * 5 * 3) + 2 * 3 + 1) * 4 + 3
+    assert t.units == (expect,)
+    (store,) = t.find(op="memory.store")
+    assert store.value == expect  # topology writes ABSOLUTE_POS

@@ -28,7 +28,7 @@ from cubelab.runtime.kernel import CubeDim, ExecutionMode, KernelId
 __all__ = ["expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
            "Compiled", "source", "explain", "default_instance", "instance_from_id",
            "correspondence", "view", "show", "CacheStats", "BufferStates", "LaunchLog", "msl",
-           "trace", "Trace", "TraceStep"]
+           "trace", "Trace", "TraceStep", "unit_position"]
 
 
 def expanded(kernel: CubeFunction) -> str:
@@ -231,4 +231,4 @@ from cubelab.inspect.render import show, view  # noqa: E402
 
 
 # The CPU runtime's step-through (runs a launch for real; see inspect/trace.py).
-from cubelab.inspect.trace import Trace, TraceStep, trace  # noqa: E402
+from cubelab.inspect.trace import Trace, TraceStep, trace, unit_position  # noqa: E402

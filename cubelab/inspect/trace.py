@@ -31,7 +31,7 @@ from cubelab.errors import CubeError
 from cubelab.runtime.cpu import LaunchReport, cpu_server
 from cubelab.runtime.cpu.trace import TraceStep
 
-__all__ = ["Trace", "TraceStep", "trace"]
+__all__ = ["Trace", "TraceStep", "trace", "unit_position"]
 
 
 @dataclass
@@ -124,11 +124,24 @@ def _show(v: Any) -> str:
     return str(v)
 
 
+def unit_position(count: Any, dim: Any, cube: tuple[int, int, int],
+                  unit: tuple[int, int, int]) -> int:
+    """The linear position (ABSOLUTE_POS) of unit `unit` (UNIT_POS_X/Y/Z) of cube `cube`
+    (CUBE_POS_X/Y/Z): cube-major, x fastest — the order every runtime numbers units in."""
+    cx, cy, _ = count.as_tuple()
+    dx, dy, _ = dim.as_tuple()
+    c = cube[0] + cube[1] * cx + cube[2] * cx * cy
+    return c * dim.num_units + unit[0] + unit[1] * dx + unit[2] * dx * dy
+
+
 def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
-          units: Iterable[int] = (0,), limit: int = 100_000) -> Trace:
+          units: Iterable[Any] = (0,), limit: int = 100_000) -> Trace:
     """Run `launcher(client, cube_count, cube_dim, *args)` on the CPU runtime, recording every op
-    of the chosen `units` (linear positions in the dispatch, i.e. ABSOLUTE_POS)."""
+    of the chosen `units`: linear positions in the dispatch (ABSOLUTE_POS), or
+    `((cube_x, cube_y, cube_z), (unit_x, unit_y, unit_z))` pairs for 2-D/3-D launches."""
     total = _total_units(cube_count, cube_dim)
+    units = [unit_position(cube_count, cube_dim, tuple(u[0]), tuple(u[1]))
+             if isinstance(u, (tuple, list)) else int(u) for u in units]
     for u in units:
         if not 0 <= int(u) < total:
             raise ValueError(f"unit {u} is not part of this launch ({total} units: 0..{total - 1})")
