@@ -15,9 +15,12 @@ through the runner (so it applies exactly to the launches submitted in between):
 - tracing the next launch for chosen units (`cubelab.inspect.trace`), with a separately built,
   instrumented plan — the ordinary plan carries no tracing code at all.
 
-debug_print lines are written to `sys.stdout` from the device thread when the launch finishes
-(and published as `DebugPrinted`); a notebook cell shows them if it is still running or syncs
-(`client.sync()`), which is why `oob_mode`/`trace` blocks, which wait, always show them.
+debug_print lines are published as `DebugPrinted`; inside an `oob_mode`/`launch_results` block
+the calling thread prints them when the block ends (so a notebook shows them in the cell that
+launched), otherwise the device thread writes them to `sys.stdout` when the launch has run.
+
+The trap: the scope stack is per device, not per calling thread — two threads opening blocks
+on one CPU device at once see each other's launches.
 """
 
 from __future__ import annotations
