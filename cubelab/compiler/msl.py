@@ -306,7 +306,7 @@ class _Emitter:
         name = self.lookup(key)
         if name is None:
             name = self.fresh()
-            self.define(Ty(ty.elem), name, f"{self.value(v)}.i_{i}")
+            self.line(f"{_SCALAR[ty.elem]} const {name} = {self.value(v)}.i_{i};")
             self.scopes[-1].names[key] = name
         return name
 
@@ -331,10 +331,11 @@ class _Emitter:
             self.let(op, scalar([self.value(v) for v in op.operands]))
             return
         names = []
+        base = _SCALAR[r.type.elem]
         for i in range(r.type.width):
             args = [self.component(v, i) for v in op.operands]
             name = self.fresh()
-            self.define(Ty(r.type.elem), name, scalar(args))
+            self.line(f"{base} const {name} = {scalar(args)};")
             names.append(name)
         self.comps[r.id] = names
 
