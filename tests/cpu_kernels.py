@@ -159,3 +159,24 @@ def read_then_clear(y: SliceMut[f32], out: SliceMut[f32]):
     v = y[ABSOLUTE_POS]
     y[ABSOLUTE_POS] = f32(0.0)
     out[ABSOLUTE_POS] = v + f32(1.0)
+
+
+@cube(launch=True)
+def math_zoo(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):
+    """Every math function of the language, 12 results per unit."""
+    i = ABSOLUTE_POS
+    x = a[i]
+    y = b[i]
+    o = i * 12
+    out[o] = sin(x)
+    out[o + 1] = cos(x)
+    out[o + 2] = tan(x)
+    out[o + 3] = tanh(x)
+    out[o + 4] = floor(x)
+    out[o + 5] = ceil(x)
+    out[o + 6] = round(x)
+    out[o + 7] = log(abs(x) + f32(1.0))
+    out[o + 8] = erf(x)
+    out[o + 9] = pow(abs(x), y)
+    out[o + 10] = clamp(x, f32(-1.0), f32(1.0))
+    out[o + 11] = select(x > y, fma(x, y, f32(1.0)), max(x, y))

@@ -142,3 +142,24 @@ def test_a_value_read_before_a_write_keeps_what_was_read(client):
     same = arg(client, f32, y0)
     read_then_clear.launch(client, CubeCount.Static(3), CubeDim.new_1d(100), same, same)
     np.testing.assert_array_equal(read(client, f32, [same])[0], y0 + 1)
+
+
+def test_math_functions_agree_with_numpy_in_f32(client):
+    from math import erf
+
+    from cpu_kernels import math_zoo
+
+    a = np.array([-2.5, -1.5, -0.5, 0.0, 0.5, 1.5, 2.5, 0.3, -0.7, 3.7, -3.2, 1.0], np.float32)
+    b = np.array([2.0, 0.5, 1.5, 3.0, -1.0, 2.5, 0.0, 1.0, 2.0, 0.5, 1.5, -0.5], np.float32)
+    out, = outs(client, 12 * 12, 1)
+    math_zoo.launch(client, CubeCount.Static(1), CubeDim.new_1d(12), arg(client, f32, a),
+                    arg(client, f32, b), out)
+    got = read(client, f32, [out])[0].reshape(12, 12)
+    expect = np.stack([
+        np.sin(a), np.cos(a), np.tan(a), np.tanh(a), np.floor(a), np.ceil(a), np.rint(a),
+        np.log(np.abs(a) + 1), np.array([erf(float(v)) for v in a], np.float32),
+        np.power(np.abs(a), b), np.clip(a, -1, 1), np.where(a > b, a * b + 1, np.maximum(a, b)),
+    ], axis=1).astype(np.float32)
+    # exact where WGSL is exact (floor/ceil/round half-to-even/clamp/select), ulps elsewhere
+    np.testing.assert_array_equal(got[:, [4, 5, 6, 10]], expect[:, [4, 5, 6, 10]])
+    np.testing.assert_allclose(got, expect, rtol=2e-5, atol=2e-6)
