@@ -1,0 +1,259 @@
+"""The real-browser test: JupyterLab on localhost, headless Debian Chromium driven by Playwright.
+
+It writes a notebook that displays a CacheMonitor, a BufferBoard and a `%%cube` inspector, runs
+all cells in JupyterLab, and asserts in the DOM what a student would see: the inspector's WGSL
+tab (after clicking it), the cache monitor's counts after the seed's quiz (3 compiles, 1 hit),
+and the buffer board's failed and skipped rows with their root cause — all updated live from the
+UI thread, not by re-running a cell. It then switches JupyterLab to its dark theme and checks the
+highlighting follows it. Screenshots of each view go to `artifacts/browser/` (git-ignored).
+
+Recipe (docs/jupyter.md): Debian's `chromium` through Playwright's `executable_path` (Playwright
+never downloads a browser here), JupyterLab started in its own process group on a free port with
+a random token and throw-away settings/workspace dirs, `windowingMode: none` so every cell is in
+the DOM. Without chromium or playwright the test skips — except in CI (CI=true or
+CUBELAB_EXPECT_WGPU=1), where a missing browser FAILS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = os.environ.get("CUBELAB_CHROMIUM", "/usr/bin/chromium")
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--disable-quic"]
+
+CELLS = [
+    "%load_ext cubelab",
+    "import numpy as np\n"
+    "from cubelab import Device, BufferArg, CubeCount, CubeDim\n"
+    "from cubelab.prelude import f32\n"
+    "from cubelab.widgets import CacheMonitor, BufferBoard\n"
+    "client = Device.default().client()\n"
+    "client.clear_cache()\n"
+    "monitor = CacheMonitor(client)\n"
+    "monitor",
+    "board = BufferBoard(client)\nboard",
+    "%%cube --show source,ir,wgsl,msl\n"
+    "from cubelab.prelude import *\n"
+    "\n"
+    "def boom():\n"
+    "    raise ValueError('boom during expansion')\n"
+    "\n"
+    "@cube(launch=True)\n"
+    "def double(x: SliceMut[f32]):\n"
+    "    x[ABSOLUTE_POS] = x[ABSOLUTE_POS] * 2.0\n"
+    "\n"
+    "@cube(launch=True)\n"
+    "def broken(out: SliceMut[f32]):\n"
+    "    out[ABSOLUTE_POS] = f32(comptime(boom()))\n"
+    "\n"
+    "@cube(launch=True)\n"
+    "def copy(x: Slice[f32], out: SliceMut[f32]):\n"
+    "    out[ABSOLUTE_POS] = x[ABSOLUTE_POS]",
+    "a = client.create_from_slice(f32.as_bytes(np.zeros(4, dtype=np.float32)))\n"
+    "b = client.create_from_slice(f32.as_bytes(np.zeros(4, dtype=np.float32)))\n"
+    "broken.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(a, 4))\n"
+    "copy.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(a, 4),\n"
+    "            BufferArg.from_raw_parts(b, 4))\n"
+    "try:\n"
+    "    client.read_one(b)\n"
+    "except Exception as exc:\n"
+    "    print('read failed as expected:', type(exc).__name__)\n"
+    "print('failure chain ran')",
+    "from cubelab.exercises import HOW_MANY_COMPILES\n"
+    "monitor.reset()  # count only the quiz's launches\n"
+    "report = HOW_MANY_COMPILES.run(client)\n"
+    "print('compiles', report.compiles, 'hits', report.hits)\n"
+    "print('done')",
+]
+
+
+# `commands.execute` returns a promise that settles only when every cell has run, so it is not
+# awaited; before it, wait until the notebook's kernel is connected and idle (a "run all" sent
+# earlier is silently dropped).
+RUN_ALL = """async (timeoutMs) => {
+  const app = window.jupyterapp;
+  const nb = app.shell.currentWidget;
+  await nb.context.ready;
+  await nb.sessionContext.ready;
+  const t0 = Date.now();
+  for (;;) {
+    const k = nb.sessionContext.session && nb.sessionContext.session.kernel;
+    if (k && k.status === 'idle' && k.connectionStatus === 'connected') break;
+    if (Date.now() - t0 > timeoutMs) throw new Error('the kernel never became idle');
+    await new Promise(r => setTimeout(r, 100));
+  }
+  app.shell.activateById(nb.id);
+  app.commands.execute('notebook:run-all-cells');
+}"""
+
+ALL_RAN = """(n) => {
+  const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
+    .map(e => e.textContent.trim());
+  return prompts.length === n && prompts.every(p => /^\\[\\d+\\]:$/.test(p));
+}"""
+
+
+def _require_browser() -> None:
+    ci = os.environ.get("CI", "").lower() in ("1", "true") or \
+        os.environ.get("CUBELAB_EXPECT_WGPU") == "1"
+    missing = []
+    if not (os.path.exists(CHROMIUM) and os.access(CHROMIUM, os.X_OK)):
+        missing.append(f"chromium at {CHROMIUM} (apt-get install -y chromium)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        missing.append("playwright (pip install -e '.[test]')")
+    if missing:
+        message = "the real-browser test needs " + " and ".join(missing)
+        if ci:
+            pytest.fail(message + " — in CI a missing browser fails, never skips")
+        pytest.skip(message)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _notebook(path: Path) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in CELLS]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nbformat.write(nb, path)
+
+
+def _settings(root: Path) -> Path:
+    settings = root / "settings"
+    for ext, name, value in [
+        ("@jupyterlab/notebook-extension", "tracker", {"windowingMode": "none"}),
+        ("@jupyterlab/apputils-extension", "notification",
+         {"fetchNews": "false", "checkForUpdates": False}),
+    ]:
+        d = settings / ext
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{name}.jupyterlab-settings").write_text(json.dumps(value))
+    return settings
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):  # type: ignore[no-untyped-def]
+    _require_browser()
+    root = tmp_path_factory.mktemp("lab")
+    work = root / "work"
+    work.mkdir()
+    _notebook(work / "views.ipynb")
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / "config"),
+               JUPYTER_RUNTIME_DIR=str(root / "runtime"), CUBELAB_DEVICE="",
+               PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                           os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+           f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+           f"--LabApp.user_settings_dir={_settings(root)}",
+           f"--LabApp.workspaces_dir={root / 'workspaces'}", "--LabApp.expose_app_in_browser=True",
+           "--ServerApp.allow_root=True", "--LabApp.extension_manager=readonly",
+           "--LabApp.news_url=None",
+           "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    log = open(root / "lab.log", "wb")  # noqa: SIM115
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    log.flush()
+                    pytest.fail("jupyter lab did not start:\n"
+                                + (root / "lab.log").read_text()[-3000:])
+                time.sleep(0.3)
+        yield base, token
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)  # only the group we started
+            proc.wait(timeout=15)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
+    from playwright.sync_api import expect, sync_playwright
+
+    base, token = lab
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        try:
+            page.goto(f"{base}/lab/tree/views.ipynb?token={token}")
+            page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            page.evaluate(RUN_ALL, 60_000)
+            page.wait_for_function(ALL_RAN, arg=len(CELLS), timeout=120_000)
+            expect(page.locator(".jp-RenderedText", has_text="compiles 3 hits 1")).to_be_visible()
+            expect(page.locator(".jp-OutputArea-output", has_text="Traceback")).to_have_count(0)
+
+            # cache monitor: the quiz's 3 compiles and 1 hit, pushed by the UI thread
+            monitor = page.locator(".cubelab-cache-monitor")
+            expect(monitor.locator(".cl-total-compiles")).to_have_attribute(
+                "data-compiles", "3", timeout=20_000)
+            expect(monitor.locator(".cl-total-hits")).to_have_attribute("data-hits", "1")
+            expect(monitor.locator("tr.cl-row")).to_have_count(3)
+            expect(monitor).to_contain_text("execution mode changed")
+            monitor.screenshot(path=str(ARTIFACTS / "cache_monitor.png"))
+
+            # buffer board: the failed input and the skipped output, each naming the root cause
+            board = page.locator(".cubelab-buffer-board")
+            expect(board.locator("tr[data-state='failed']")).to_have_count(1, timeout=20_000)
+            skipped = board.locator("tr[data-state='skipped']")
+            expect(skipped).to_have_count(1)
+            expect(skipped).to_contain_text("root cause: Broken")
+            board.screenshot(path=str(ARTIFACTS / "buffer_board.png"))
+
+            # the inspector of the %%cube cell: click its WGSL tab, see generated WGSL
+            inspector = page.locator(".cubelab-kernel-inspector").first
+            inspector.locator(".lm-TabBar-tab", has_text="WGSL").click()
+            wgsl = inspector.locator(".cubelab-tab-wgsl")
+            expect(wgsl).to_be_visible()
+            expect(wgsl).to_contain_text("@compute")
+            expect(wgsl).to_contain_text("fn double_")
+            inspector.screenshot(path=str(ARTIFACTS / "kernel_inspector_wgsl_light.png"))
+
+            # the highlighting follows JupyterLab's theme (CSS variables, not fixed colours)
+            keyword = wgsl.locator(".cubelab-code .k, .cubelab-code .kd").first
+            light = keyword.evaluate("e => getComputedStyle(e).color")
+            page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', "
+                          "{theme: 'JupyterLab Dark'})")
+            page.wait_for_function("document.body.dataset.jpThemeLight === 'false'",
+                                   timeout=30_000)
+            expect(keyword).not_to_have_css("color", light, timeout=10_000)
+            inspector.screenshot(path=str(ARTIFACTS / "kernel_inspector_wgsl_dark.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
