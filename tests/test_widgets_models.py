@@ -188,3 +188,42 @@ def test_monitor_bundles_the_cache_buffer_and_launch_views(client):
     assert kinds == ["CacheMonitor", "BufferBoard", "LaunchTimeline"]
     for v in box.views:
         v.close()
+
+
+def _saxpy_trace(client, units=(5, 7)):
+    from cubelab import inspect as I
+
+    x = client.create_from_slice(f32.as_bytes(np.arange(32, dtype=np.float32)))
+    y = client.create_from_slice(f32.as_bytes(np.ones(32, dtype=np.float32)))
+    return I.trace(saxpy.launch[f32], client, CubeCount.Static(2), CubeDim.new_1d(4), 4, 2.0,
+                   BufferArg.from_raw_parts(x, 32), BufferArg.from_raw_parts(y, 32),
+                   units=list(units))
+
+
+def test_the_stepper_walks_a_trace_and_highlights_the_current_op(client):
+    from cubelab.widgets import Stepper
+
+    st = Stepper(_saxpy_trace(client))
+    assert st.model()["position"] == 0 and st.back_button.disabled
+    guard = next(i for i, s in enumerate(st.trace.steps_of(5)) if s.op == "scf.if")
+    st.goto(guard)
+    m = st.model()
+    assert m["op"] == "scf.if" and m["value"] is True and m["line"] == saxpy.first_line + 3
+    assert "scf.if" in st.trace.ir.splitlines()[m["ir_line"] - 1]
+    assert 'class="hll"' in st.ir.value and 'class="hll"' in st.source.value
+    st.forward_button.click()
+    assert st.model()["position"] == guard + 1
+    st.back_button.click()
+    assert st.model()["position"] == guard
+
+
+def test_the_stepper_shows_every_traced_units_value_for_the_same_op(client):
+    from cubelab.widgets import Stepper
+
+    st = Stepper(_saxpy_trace(client, units=(5, 7)))
+    absolute_pos = next(i for i, s in enumerate(st.trace.steps_of(5)) if s.note == "ABSOLUTE_POS")
+    st.goto(absolute_pos)
+    assert st.model()["others"] == {5: 5, 7: 7}
+    st.unit.value = 7  # what picking another unit in the dropdown does
+    assert st.model()["unit"] == 7 and st.model()["value"] == 7
+    assert "unit 7" in st.values.value

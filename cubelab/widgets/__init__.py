@@ -19,8 +19,9 @@ from cubelab.widgets.cache_monitor import CacheMonitor
 from cubelab.widgets.kernel_inspector import KernelInspector
 from cubelab.widgets.launch_timeline import LaunchTimeline
 from cubelab.widgets.quiz import Quiz
+from cubelab.widgets.stepper import Stepper
 
-__all__ = ["KernelInspector", "CacheMonitor", "BufferBoard", "LaunchTimeline", "Quiz",
+__all__ = ["KernelInspector", "CacheMonitor", "BufferBoard", "LaunchTimeline", "Quiz", "Stepper",
            "LiveView", "UiThread", "default_ui", "monitor"]
 
 
