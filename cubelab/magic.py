@@ -5,7 +5,7 @@ the session (log, monitor, reset, device).
     %%cube [--show expanded,ir,wgsl,msl] [--no-display]
     %cubelab log on|off|msl       the seed's debug log (launches become blocking while on)
     %cubelab monitor              CacheMonitor + BufferBoard + LaunchTimeline for this session
-    %cubelab reset                zero the open monitors and clear the pipeline cache
+    %cubelab reset                zero every open view's counters, clear the pipeline cache
     %cubelab device cpu|wgpu      which runtime Device.default() (and these magics) use
 
 `%%cube` registers the cell's text with IPython's compile cache before running it, so
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import traceback
-import weakref
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -60,10 +59,7 @@ def _cell_frames_only(exc: BaseException, filename: str, label: str) -> list[str
 
 
 class _Session:
-    """What the magics remember: open monitors (for reset)."""
-
-    def __init__(self) -> None:
-        self.views: "weakref.WeakSet[Any]" = weakref.WeakSet()
+    """Where the magics get their client: `Device.default()` (which `%cubelab device` sets)."""
 
     def client(self) -> Any:
         from cubelab.runtime.device import Device
@@ -146,19 +142,18 @@ class CubelabMagics(Magics):
         if cmd == "monitor":
             from cubelab.widgets import monitor
 
-            box = monitor(self.session.client())
-            for v in box.views:
-                self.session.views.add(v)
-            return box
+            return monitor(self.session.client())
         if cmd == "reset":
+            from cubelab.widgets._live import open_views
+
             client = self.session.client()
             client.clear_cache()
-            n = 0
-            for v in list(self.session.views):
+            views = [v for v in open_views() if v.counters]
+            for v in views:
                 for ledger in v._ledgers:
                     ledger.reset()
-                n += 1
-            print(f"cubelab: pipeline cache cleared on {client.name()}; {n} open view(s) reset")
+            print(f"cubelab: pipeline cache cleared on {client.name()}; {len(views)} open "
+                  "view(s) reset")
             return None
         if cmd == "device":
             return self._device(rest)

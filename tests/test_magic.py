@@ -145,3 +145,17 @@ def test_unknown_cubelab_commands_are_usage_errors(ip):
     for line in ("frobnicate", "log loud", "device tpu"):
         with pytest.raises(UsageError):
             ip.run_line_magic("cubelab", line)
+
+
+def test_reset_zeroes_every_open_monitor_not_only_the_magics_own(ip, wgpu_client):
+    from cubelab.widgets import CacheMonitor
+
+    cm = CacheMonitor(wgpu_client, live=False)
+    ip.run_cell(DOUBLE.format(opts=" --no-display"))
+    assert ip.run_cell(LAUNCH).success
+    cm.refresh()
+    assert cm.model()["total_hits"] + cm.model()["total_compiles"] >= 1
+    ip.run_line_magic("cubelab", "reset")
+    cm.refresh()
+    assert cm.model()["total_compiles"] == cm.model()["total_hits"] == 0
+    cm.close()

@@ -81,6 +81,14 @@ def default_ui() -> UiThread:
     return _default_ui
 
 
+_open_views: "weakref.WeakSet[LiveView]" = weakref.WeakSet()
+
+
+def open_views() -> list["LiveView"]:
+    """Every live view not yet closed or collected (`%cubelab reset` zeroes their counters)."""
+    return list(_open_views)
+
+
 class LiveView:
     """Base of every widget view: ledgers in, one root ipywidget out.
 
@@ -89,6 +97,7 @@ class LiveView:
     """
 
     css_class = "cubelab-view"
+    counters = True  # `%cubelab reset` zeroes it (an inspector's list of compiles is not a counter)
 
     def __init__(self, ledgers: Iterable[Ledger], *, live: bool = True,
                  ui: UiThread | None = None) -> None:
@@ -96,6 +105,7 @@ class LiveView:
         self._seen: list[int] = [-1] * len(self._ledgers)
         self._render_lock = threading.RLock()
         self._ui = (ui or default_ui()) if live else None
+        _open_views.add(self)
 
     def _start(self) -> None:
         """Subclasses call this once their widgets exist: first render, then go live."""
@@ -122,6 +132,7 @@ class LiveView:
 
     def close(self) -> None:
         """Stop listening (the widget stays on screen, frozen)."""
+        _open_views.discard(self)
         if self._ui is not None:
             self._ui.remove(self)
         for led in self._ledgers:

@@ -95,6 +95,7 @@ def _normalize_show(show: Sequence[str] | str | None) -> list[str]:
 
 class KernelInspector(LiveView):
     css_class = "cubelab-kernel-inspector"
+    counters = False
 
     def __init__(self, kernel: CubeFunction, client: Any = None, *,
                  instance: KernelInstance | None = None, show: Sequence[str] | str | None = None,
