@@ -107,3 +107,23 @@ def test_a_reported_oob_write_is_a_failure_on_that_buffer(cpu_client):
         write_past_the_end.launch_unchecked(cpu_client, CubeCount.Static(1), CubeDim.new_1d(6),
                                             BufferArg.from_raw_parts(out, 4))
     np.testing.assert_array_equal(f32.from_bytes(cpu_client.read_one(out)), [1, 1, 1, 1])
+
+
+def test_the_seeds_checked_launch_under_the_0_11_3_rule_reports_the_same_four_reads(cpu_client):
+    """Seed 000's exact setup: `launch` (Checked) with CubeCL 0.11.3's CheckedIo, which never
+    fires on global buffers — so the report names the accesses the pass should have clamped."""
+    xh = cpu_client.create_from_slice(f32.as_bytes(X))
+    yh = cpu_client.create_from_slice(f32.as_bytes(Y))
+    out = cpu_client.create_from_slice(f32.as_bytes(np.zeros(8, dtype=np.float32)))
+    cpu_client.set_compilation_options(checked_io="cubecl-0.11.3")
+    try:
+        with oob_mode(cpu_client, "report") as result:
+            add.launch[f32](cpu_client, CubeCount.Static(1), CubeDim.new_1d(8),
+                            BufferArg.from_raw_parts(xh, 6), BufferArg.from_raw_parts(yh, 6),
+                            BufferArg.from_raw_parts(out, 8), False)
+    finally:
+        cpu_client.set_compilation_options(checked_io="fixed")
+    np.testing.assert_array_equal(f32.from_bytes(cpu_client.read_one(out)),
+                                  [11, 22, 33, 44, 55, 66, 0, 0])
+    assert sorted((a.buffer, a.index) for a in result.oob) == [("x", 6), ("x", 7), ("y", 6),
+                                                               ("y", 7)]
