@@ -37,6 +37,7 @@ from cubelab.frontend.types import (
     ScalarKind,
     VectorSpec,
     bool_,
+    from_type_param,
     f32,
     i32,
     u32,
@@ -272,7 +273,9 @@ class CubeFunction:
 
     # -- expansion ----------------------------------------------------------------------------
     def expand_fn(self) -> Callable[..., Any]:
-        cells = [c.cell_contents for c in (self.fn.__closure__ or ())]
+        # PEP 695 type parameters reach the body as closure cells holding TypeVars: hand the
+        # expansion the cubelab generics they stand for.
+        cells = [from_type_param(c.cell_contents) for c in (self.fn.__closure__ or ())]
         scope_globals = self._make(ops, *cells)
         return scope_globals  # type: ignore[no-any-return]
 
