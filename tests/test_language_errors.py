@@ -1,0 +1,180 @@
+"""Every construct the kernel language refuses gets an error that names the kernel, points at
+file:line:col with a caret under the offending construct, and says what to write instead.
+
+Each case is a kernel written to a real module file (so the error can quote its line): either
+the `@cube` decoration refuses it (the AST rewrite) or the expansion does (`define()`, which a
+launch runs on the device thread and turns into a buffer failure). The same list is the table of
+refused constructs in `docs/language.md`; a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import re
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cubelab import BufferArg, CubeCount, CubeDim
+from cubelab.errors import BufferFailure, FeatureError, KernelSourceError
+from cubelab.inspect import instance
+from cubelab.prelude import f32
+
+HEADER = """\
+from cubelab.prelude import *
+
+
+def plain_python(v):
+    return v
+
+
+@cube
+def helper_recursive(v: f32):
+    return helper_recursive(v)
+
+
+@cube
+def helper_comptime(v: f32, n: Comptime[int]):
+    return v * n
+
+
+@cube(launch=True)
+def bad(x: Slice[f32], out: SliceMut[f32], hist: SliceMut[Atomic[u32]],
+        v2: Slice[Vector[f32, 2]], v4: Slice[Vector[f32, 4]], n: u32):
+    i = ABSOLUTE_POS
+"""
+
+# (case id, kernel lines (the LAST one is the offending line), phase, message part, hint part,
+#  the text the caret must point at)
+CASES = [
+    ("class", ["class Point:", "    pass"], "decorate", "classes cannot be defined",
+     "define them outside", "class Point"),
+    ("list comprehension", ["ys = [v for v in range(3)]"], "decorate",
+     "list comprehensions are not allowed", "use a for loop", "[v for"),
+    ("generator expression", ["s = sum(v for v in range(3))"], "decorate",
+     "generator expressions are not allowed", "use a for loop", "(v for v"),
+    ("try", ["try:", "    out[i] = x[i]", "except Exception:", "    pass"], "decorate",
+     "`try` is not allowed", "guard with `if`", "try:"),
+    ("with", ["with open('f'):", "    pass"], "decorate", "`with` is not allowed",
+     "without the context manager", "with open"),
+    ("lambda", ["f = lambda v: v"], "decorate", "`lambda` is not allowed",
+     "write a @cube helper", "lambda v"),
+    ("global", ["global counter"], "decorate", "`global` is not allowed",
+     "pass the value as an argument", "global counter"),
+    ("keyword argument", ["out[i] = max(x[i], f32(0.0), key=None)"], "decorate",
+     "keyword arguments are not allowed", "pass arguments by position", "max("),
+    ("nested function", ["def inner():", "    pass"], "decorate",
+     "functions cannot be defined inside a kernel", "define a @cube helper at module level",
+     "def inner"),
+    ("writing a read-only argument", ["x[i] = f32(1.0)"], "decorate",
+     "`x` is a Slice (read-only)", "SliceMut", "x[i]"),
+    ("for-else", ["for j in range(3):", "    pass", "else:", "    pass"], "decorate",
+     "`for ... else` is not allowed", "set a flag before `break`", "for j"),
+    ("iterating a non-range", ["for v in x:", "    pass"], "decorate",
+     "a kernel loop iterates over range(...)", "range(start, end, step)", "x:"),
+    ("plain Python function on a runtime value", ["out[i] = plain_python(x[i])"], "expand",
+     "`plain_python` is a plain Python function called on a runtime value",
+     "decorate it with @cube", "plain_python("),
+    ("unroll with runtime bounds", ["for j in unroll(range(n)):", "    out[i] = x[j]"], "expand",
+     "unroll(range(...)) needs comptime bounds", "Comptime[int]", "for j"),
+    ("runtime value for a Comptime helper argument", ["out[i] = helper_comptime(x[i], n)"],
+     "expand", "is Comptime but got a runtime value", "pass a Python value",
+     "helper_comptime("),
+    ("mismatched vector widths", ["w = v2[0] + v4[0]"], "expand",
+     "vectors of widths 2 and 4", "same width", "v2[0] + v4[0]"),
+    ("shared memory with a runtime length", ["tile = SharedMemory[f32](n)"], "expand",
+     "shared memory with a runtime length", "Comptime", "SharedMemory[f32](n)"),
+    # reported where the helper calls itself (the expansion is inside the helper by then)
+    ("recursion", ["out[i] = helper_recursive(x[i])"], "expand", "calls itself (recursion)",
+     "write a loop", "helper_recursive(v)"),
+    ("integer `/`", ["out[i] = f32(n / 2)"], "expand", "`/` on u32 values", "`//`", "n / 2"),
+    ("assigning an atomic", ["hist[i] = u32(1)"], "expand", "holds atomics",
+     "store(v)", "hist[i] = u32(1)"),
+    ("while True without an exit", ["while True:", "    out[i] = x[i]"], "expand",
+     "never ends", "add a `break`", "while True"),
+    ("a runtime vector component index", ["w = v4[0][i]"], "expand",
+     "a vector component index must be a comptime int", "v[0] .. v[3]", "v4[0][i]"),
+]
+
+_counter = itertools.count()
+
+
+def load(tmp_path: Path, lines: list[str]):  # type: ignore[no-untyped-def]
+    src = HEADER + textwrap.indent("\n".join(lines), "    ") + "\n"
+    path = tmp_path / f"bad_kernel_{next(_counter)}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path, src
+
+
+def refusal(tmp_path: Path, lines: list[str], phase: str) -> tuple[KernelSourceError, Path, str]:
+    if phase == "decorate":
+        with pytest.raises(KernelSourceError) as info:
+            load(tmp_path, lines)
+        path = sorted(tmp_path.glob("bad_kernel_*.py"))[-1]
+        return info.value, path, path.read_text()
+    module, path, src = load(tmp_path, lines)
+    with pytest.raises(KernelSourceError) as info:
+        instance(module.bad, cube_dim=CubeDim.new_1d(4)).define()
+    return info.value, path, src
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_refused_construct_names_kernel_line_caret_and_alternative(tmp_path, case):
+    _, lines, phase, message, hint, caret_at = case
+    err, path, src = refusal(tmp_path, lines, phase)
+    text = str(err)
+    src_lines = src.splitlines()
+    # the offending line is the one holding the caret's target, searched from the kernel's body
+    body_start = src_lines.index("    i = ABSOLUTE_POS")
+    line_no = next(n for n in [*range(body_start, len(src_lines)), *range(body_start)]
+                   if caret_at in src_lines[n]) + 1
+    col = src_lines[line_no - 1].index(caret_at)
+    assert f"in kernel `bad` at {path}:{line_no}:{col + 1}:" in text, text
+    assert message in text, text
+    assert hint in text, text
+    quoted = src_lines[line_no - 1].strip()
+    shift = len(src_lines[line_no - 1]) - len(src_lines[line_no - 1].lstrip())
+    assert f"    {quoted}\n    {' ' * (col - shift)}^" in text, text
+
+
+def test_the_docs_table_lists_every_refused_construct():
+    doc = (Path(__file__).parent.parent / "docs" / "language.md").read_text()
+    table = doc[doc.index("## Refused constructs"):]
+    for case in CASES:
+        assert f"| {case[0]} |" in table, f"docs/language.md's table lacks `{case[0]}`"
+
+
+def test_expansion_errors_become_a_failure_on_the_buffers_the_launch_writes(client, tmp_path):
+    module, _, _ = load(tmp_path, ["out[i] = plain_python(x[i])"])
+    x = client.create_from_slice(f32.as_bytes(np.ones(4, np.float32)))
+    out = client.create_from_slice(f32.as_bytes(np.zeros(4, np.float32)))
+    hist = client.create_from_slice(f32.as_bytes(np.zeros(4, np.float32)))
+    module.bad.launch(client, CubeCount.Static(1), CubeDim.new_1d(4),
+                      BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(out, 4),
+                      BufferArg.from_raw_parts(hist, 4), BufferArg.from_raw_parts(x, 4),
+                      BufferArg.from_raw_parts(x, 4), 3)
+    with pytest.raises(BufferFailure) as info:
+        client.read_one(out)
+    assert "plain Python function called on a runtime value" in str(info.value)
+
+
+def test_plane_ops_record_the_subgroup_feature_and_a_device_without_it_refuses(tmp_path):
+    import dataclasses
+
+    from cubelab.runtime.cpu.server import CpuServer
+    from cubelab.runtime.events import EventBus
+
+    module, _, _ = load(tmp_path, ["out[i] = plane_sum(x[i]) + f32(PLANE_DIM)"])
+    kernel = instance(module.bad, cube_dim=CubeDim.new_1d(4))
+    assert kernel.define().required_features == {"subgroup"}
+    server = CpuServer(EventBus())
+    server.properties = dataclasses.replace(server.properties, features=frozenset())
+    with pytest.raises(FeatureError, match=re.escape("need the adapter feature(s) ['subgroup']")):
+        server.compile(kernel, kernel.id(), 0)

@@ -1,0 +1,341 @@
+"""The kernel language's documented semantics, each pinned on every runtime: integer division and
+remainder truncate (and divide-by-zero has WGSL's defined result), shifts use the amount mod 32,
+casts, select, the math library against numpy, loops with steps and nesting, while loops, local
+arrays, vector components, atomics' every method, sub-slices and tensor metadata.
+
+Float tolerance: `rtol=2e-6, atol=1e-6` for single operations, except the transcendental ones
+(`rtol=1e-5`) and erf (absolute 1e-6, the polynomial's documented bound in f32).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cubelab import BufferArg, CubeCount, CubeDim
+from cubelab.prelude import *  # noqa: F403
+
+D = CubeDim.new_1d(64)
+
+
+def up(client, arr):
+    arr = np.ascontiguousarray(arr)
+    kind = {np.dtype(np.float32): f32, np.dtype(np.uint32): u32, np.dtype(np.int32): i32}[arr.dtype]
+    return BufferArg.from_raw_parts(client.create_from_slice(kind.as_bytes(arr)), arr.size)
+
+
+def zeros(client, n, kind=f32):
+    return up(client, np.zeros(n, kind.dtype))
+
+
+def read(client, b, kind=f32):
+    return kind.from_bytes(client.read_one(b.handle))[: b.length]
+
+
+def cubes(n):
+    return CubeCount.Static(max(1, -(-n // 64)))
+
+
+# -- integers ------------------------------------------------------------------------------------
+@cube(launch=True)
+def int_div_rem(a: Slice[i32], b: Slice[i32], q: SliceMut[i32], r: SliceMut[i32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        q[i] = a[i] // b[i]
+        r[i] = a[i] % b[i]
+
+
+def test_integer_floordiv_and_mod_truncate_toward_zero_and_divide_by_zero_is_defined(client):
+    a = np.array([7, -7, 7, -7, 5, -5, 0, -(2**31), 9], np.int32)
+    b = np.array([2, 2, -2, -2, 0, 0, 0, -1, 3], np.int32)
+    q, r = zeros(client, a.size, i32), zeros(client, a.size, i32)
+    int_div_rem.launch(client, cubes(a.size), D, up(client, a), up(client, b), q, r)
+    # truncation (not Python's floor); x // 0 == x, x % 0 == 0; MIN // -1 == MIN, MIN % -1 == 0
+    np.testing.assert_array_equal(read(client, q, i32), [3, -3, -3, 3, 5, -5, 0, -(2**31), 3])
+    np.testing.assert_array_equal(read(client, r, i32), [1, -1, 1, -1, 0, 0, 0, 0, 0])
+
+
+@cube(launch=True)
+def shifts_and_bits(a: Slice[u32], s: Slice[u32], out: SliceMut[u32], sa: SliceMut[i32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        v = a[i]
+        out[5 * i] = v << s[i]
+        out[5 * i + 1] = v >> s[i]
+        out[5 * i + 2] = (v & 0xFF) | (v ^ 0xF0F0)
+        out[5 * i + 3] = ~v
+        out[5 * i + 4] = u32(-(i32(v & 7)))  # i32 -> u32 keeps the bits
+        sa[i] = i32(v) >> s[i]  # arithmetic shift on i32
+
+
+def test_shift_amounts_are_taken_mod_32_and_i32_shifts_right_arithmetically(client):
+    a = np.array([1, 0x80000000, 0xDEADBEEF, 12345], np.uint32)
+    s = np.array([3, 31, 36, 32], np.uint32)  # 36 acts as 4, 32 as 0
+    out, sa = zeros(client, 5 * a.size, u32), zeros(client, a.size, i32)
+    shifts_and_bits.launch(client, cubes(a.size), D, up(client, a), up(client, s), out, sa)
+    got = read(client, out, u32).reshape(-1, 5)
+    m = s % 32
+    np.testing.assert_array_equal(got[:, 0], (a.astype(np.uint64) << m) & 0xFFFFFFFF)
+    np.testing.assert_array_equal(got[:, 1], a >> m)
+    np.testing.assert_array_equal(got[:, 2], (a & 0xFF) | (a ^ 0xF0F0))
+    np.testing.assert_array_equal(got[:, 3], ~a)
+    np.testing.assert_array_equal(got[:, 4], (-(a & 7).astype(np.int64)) & 0xFFFFFFFF)
+    np.testing.assert_array_equal(read(client, sa, i32), a.view(np.int32) >> m.astype(np.int32))
+
+
+@cube(launch=True)
+def casts(x: Slice[f32], to_i: SliceMut[i32], to_u: SliceMut[u32], back: SliceMut[f32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        to_i[i] = i32(x[i])
+        to_u[i] = u32(abs(x[i]))
+        back[i] = f32(i32(x[i])) + f32(x[i] > 0.0)
+
+
+def test_casts_truncate_toward_zero_and_bools_convert_to_0_or_1(client):
+    x = np.array([1.9, -1.9, 0.0, 1000.5, -7.0], np.float32)
+    ti, tu, back = zeros(client, 5, i32), zeros(client, 5, u32), zeros(client, 5)
+    casts.launch(client, cubes(5), D, up(client, x), ti, tu, back)
+    np.testing.assert_array_equal(read(client, ti, i32), [1, -1, 0, 1000, -7])
+    np.testing.assert_array_equal(read(client, tu, u32), [1, 1, 0, 1000, 7])
+    np.testing.assert_array_equal(read(client, back), [2.0, -1.0, 0.0, 1001.0, -7.0])
+
+
+# -- select and math -----------------------------------------------------------------------------
+@cube(launch=True)
+def math_zoo(x: Slice[f32], out: SliceMut[f32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        v = x[i]
+        a = abs(v) + 0.5
+        out[16 * i + 0] = sqrt(a)
+        out[16 * i + 1] = exp(v)
+        out[16 * i + 2] = log(a)
+        out[16 * i + 3] = sin(v)
+        out[16 * i + 4] = cos(v)
+        out[16 * i + 5] = tan(v)
+        out[16 * i + 6] = tanh(v)
+        out[16 * i + 7] = floor(v)
+        out[16 * i + 8] = ceil(v)
+        out[16 * i + 9] = round(v)
+        out[16 * i + 10] = pow(a, 1.5)
+        out[16 * i + 11] = a ** 2.0
+        out[16 * i + 12] = clamp(v, -0.5, 0.5)
+        out[16 * i + 13] = fma(v, 2.0, 1.0)
+        out[16 * i + 14] = select(v > 0.0, v, -v * 10.0)
+        out[16 * i + 15] = erf(v)
+
+
+def test_math_library_matches_numpy(client):
+    xs = np.array([-2.5, -1.2, -0.5, 0.0, 0.3, 0.5, 1.5, 2.5, 0.99], np.float32)
+    out = zeros(client, 16 * xs.size)
+    math_zoo.launch(client, cubes(xs.size), D, up(client, xs), out)
+    got = read(client, out).reshape(-1, 16)
+    v = xs.astype(np.float64)
+    a = np.abs(v) + 0.5
+    want = [np.sqrt(a), np.exp(v), np.log(a), np.sin(v), np.cos(v), np.tan(v), np.tanh(v),
+            np.floor(v), np.ceil(v), np.round(v), a ** 1.5, a ** 2, np.clip(v, -0.5, 0.5),
+            v * 2 + 1, np.where(v > 0, v, -v * 10)]
+    for col, w in enumerate(want):
+        np.testing.assert_allclose(got[:, col], w, rtol=1e-5, atol=1e-6, err_msg=f"column {col}")
+    # round is half-to-even (-2.5 -> -2, 0.5 -> 0, 1.5 -> 2, 2.5 -> 2), as numpy and WGSL
+    assert list(got[[0, 2, 5, 6, 7], 9]) == [-2.0, -0.0, 0.0, 2.0, 2.0]
+    erf_want = np.array([math.erf(t) for t in v])
+    np.testing.assert_allclose(got[:, 15], erf_want, atol=1e-6)
+
+
+@cube(launch=True)
+def erf_sweep(x: Slice[f32], out: SliceMut[f32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        out[i] = erf(x[i])
+
+
+def test_erf_polynomial_stays_within_its_documented_bound(client):
+    xs = np.linspace(-6, 6, 2001).astype(np.float32)
+    out = zeros(client, xs.size)
+    erf_sweep.launch(client, cubes(xs.size), D, up(client, xs), out)
+    err = np.abs(read(client, out) - np.array([math.erf(float(t)) for t in xs]))
+    assert err.max() <= 1e-6
+
+
+# -- loops ---------------------------------------------------------------------------------------
+@cube(launch=True)
+def loops(n: u32, out: SliceMut[u32]):
+    if ABSOLUTE_POS == 0:
+        acc = u32(0)
+        for i in range(2, n, 3):  # a runtime bound and a step
+            for j in range(i):  # nested, the inner bound is the outer index
+                acc += j
+        out[0] = acc
+        count = u32(0)
+        k = u32(1)
+        while k < n:  # a while loop
+            k = k * 2
+            count += 1
+        out[1] = count
+        odd = u32(0)
+        for i in range(n):
+            if i % 2 == 0:
+                continue
+            if i > 20:
+                break
+            odd += i
+        out[2] = odd
+        unrolled = u32(0)
+        for i in unroll(range(10, 0, -3)):  # comptime bounds, negative step: 10 7 4 1
+            unrolled = unrolled * 100 + i
+        out[3] = unrolled
+
+
+@pytest.mark.parametrize("n", [0, 1, 17, 40])
+def test_ranges_with_steps_nested_loops_while_and_unroll(client, n):
+    out = zeros(client, 4, u32)
+    loops.launch(client, CubeCount.Static(1), D, n, out)
+    acc = sum(j for i in range(2, n, 3) for j in range(i))
+    count = 0
+    k = 1
+    while k < n:
+        k *= 2
+        count += 1
+    odd = sum(i for i in range(n) if i % 2 == 1 and i <= 20)
+    np.testing.assert_array_equal(read(client, out, u32), [acc, count, odd, 10070401])
+
+
+@cube
+def first_negative(x: Slice[f32], start: u32) -> None:
+    """Helper with an early `return value` under a runtime condition."""
+    for i in range(start, x.len()):
+        if x[i] < 0.0:
+            return i
+    return x.len()
+
+
+@cube(launch=True)
+def find_negative(x: Slice[f32], out: SliceMut[u32]):
+    if ABSOLUTE_POS == 0:
+        out[0] = first_negative(x, u32(0))
+        out[1] = first_negative(x, u32(4))
+
+
+def test_a_helper_returns_from_inside_a_loop(client):
+    xs = np.array([1, 2, -3, 4, 5, 6, -7, 8], np.float32)
+    out = zeros(client, 2, u32)
+    find_negative.launch(client, CubeCount.Static(1), D, up(client, xs), out)
+    np.testing.assert_array_equal(read(client, out, u32), [2, 6])
+
+
+# -- local arrays, vectors, sub-slices, tensors --------------------------------------------------
+@cube(launch=True)
+def local_array_reverse(x: Slice[f32], out: SliceMut[f32]):
+    """Each unit reverses its 8 items through a local array."""
+    base = ABSOLUTE_POS * 8
+    if base + 8 <= x.len():
+        tmp = Array[f32](8)
+        for j in unroll(range(8)):
+            tmp[j] = x[base + j]
+        for j in range(8):
+            out[base + j] = tmp[7 - j] + f32(tmp.len())
+
+
+def test_local_array_holds_a_units_items(client):
+    xs = np.arange(8 * 70, dtype=np.float32)
+    out = zeros(client, xs.size)
+    local_array_reverse.launch(client, cubes(70), D, up(client, xs), out)
+    np.testing.assert_array_equal(read(client, out), xs.reshape(-1, 8)[:, ::-1].ravel() + 8)
+
+
+@cube(launch=True)
+def vector_parts(x: Slice[Vector[f32, 4]], out: SliceMut[f32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        v = x[i]
+        out[i] = v[0] + v[1] * 10.0 + v[2] * 100.0 + v[3] * 1000.0
+
+
+def test_vector_components_are_readable_by_comptime_index(client):
+    xs = np.arange(16, dtype=np.float32) % 7
+    out = zeros(client, 4)
+    vector_parts.launch(client, CubeCount.Static(1), D, up(client, xs), out)
+    np.testing.assert_array_equal(read(client, out), xs.reshape(4, 4) @ [1, 10, 100, 1000])
+
+
+@cube(launch=True)
+def window_sums(x: Slice[f32], out: SliceMut[f32], w: u32):
+    """out[i] = sum of the window x[i : i + w] (a sub-slice with its own len)."""
+    i = ABSOLUTE_POS
+    if i + w <= x.len():
+        win = x[i:i + w]
+        acc = f32(0.0)
+        for j in range(win.len()):
+            acc += win[j]
+        tail = out[i:]
+        tail[0] = acc
+
+
+def test_sub_slices_index_from_their_start_and_have_their_own_len(client):
+    xs = np.arange(20, dtype=np.float32)
+    out = zeros(client, 20)
+    window_sums.launch(client, cubes(20), D, up(client, xs), out, 5)
+    want = np.zeros(20, np.float32)
+    want[:16] = [xs[i:i + 5].sum() for i in range(16)]
+    np.testing.assert_array_equal(read(client, out), want)
+
+
+@cube(launch=True)
+def tensor_meta(t: Tensor[f32], out: SliceMut[u32]):
+    if ABSOLUTE_POS == 0:
+        out[0] = t.rank()
+        out[1] = t.len()
+        for d in range(t.rank()):
+            out[2 + d] = t.shape(d)
+            out[2 + t.rank() + d] = t.stride(d)
+
+
+@pytest.mark.parametrize("shape,strides", [((6,), (1,)), ((2, 3), (3, 1)), ((2, 3, 4), (1, 2, 6))])
+def test_tensor_rank_shape_and_strides_come_from_the_info_block(client, shape, strides):
+    h = client.create_from_slice(f32.as_bytes(np.zeros(24, np.float32)))
+    out = zeros(client, 8, u32)
+    tensor_meta.launch(client, CubeCount.Static(1), D, TensorArg.from_raw_parts(h, shape, strides),
+                       out)
+    got = read(client, out, u32)
+    r = len(shape)
+    assert list(got[: 2 + 2 * r]) == [r, 24, *shape, *strides]
+
+
+# -- atomics -------------------------------------------------------------------------------------
+@cube(launch=True)
+def atomic_ops(a: SliceMut[Atomic[u32]], s: SliceMut[Atomic[i32]], old: SliceMut[u32]):
+    u = UNIT_POS
+    a[0].fetch_add(u32(1))
+    a[1].fetch_sub(u32(1))
+    a[2].fetch_max(u)
+    a[3].fetch_min(u + 5)
+    a[4].fetch_or(u32(1) << (u % 32))
+    a[5].fetch_and(~(u32(1) << (u % 32)))
+    a[6].fetch_xor(u32(1) << (u % 32))
+    s[0].fetch_min(i32(u) - 10)
+    s[1].fetch_max(i32(u) - 100)
+    if u == 0:
+        old[0] = a[7].swap(u32(99))
+        old[1] = a[8].compare_exchange_weak(u32(5), u32(6))  # 5 -> 6, returns 5
+        old[2] = a[8].compare_exchange_weak(u32(5), u32(7))  # no exchange, returns 6
+        a[9].store(u32(1234))
+        old[3] = a[9].load()
+
+
+def test_every_atomic_method_returns_the_old_value_and_updates_exactly(client):
+    init = np.array([0, 100, 0, 1000, 0, 0xFFFFFFFF, 0, 11, 5, 0], np.uint32)
+    a = up(client, init)
+    s = up(client, np.array([0, -1000], np.int32))
+    old = zeros(client, 4, u32)
+    atomic_ops.launch(client, CubeCount.Static(1), D, a, s, old)
+    got = read(client, a, u32)
+    assert list(got[:5]) == [64, 36, 63, 5, 0xFFFFFFFF]
+    assert got[5] == 0  # every bit cleared (64 units cover each bit twice)
+    assert got[6] == 0  # each bit flipped twice
+    assert list(got[7:]) == [99, 6, 1234]
+    assert list(read(client, s, i32)) == [-10, -37]
+    assert list(read(client, old, u32)) == [11, 5, 6, 1234]
