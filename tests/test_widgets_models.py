@@ -113,9 +113,11 @@ def test_picking_a_kernel_line_highlights_what_it_became():
     body = saxpy.first_line + 4  # y[ABSOLUTE_POS] = ...
     ki.lines.value = body  # what choosing it in the dropdown does
     hl = ki.model()["highlight"]
-    assert hl["ir"] and hl["wgsl"]
-    assert 'class="hll"' in ki.tab_html("WGSL") and 'class="hll"' in ki.tab_html("Source")
+    assert hl["ir"] and hl["wgsl"] and hl["msl"]
+    for tab in ("Source", "IR", "WGSL", "MSL"):
+        assert 'class="hll"' in ki.tab_html(tab), tab
     assert f"from kernel line {body}" in ki.tab_html("WGSL")
+    assert f"py{body}" in ki.tab_html("MSL")
 
 
 def test_the_show_option_picks_the_inspector_tabs():
