@@ -21,6 +21,7 @@ amounts must be u32 and are taken mod 32 (the IR's documented rule). `abs` of a 
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 
@@ -54,6 +55,7 @@ _PLANE_REDUCE = {"sum": "subgroupAdd", "min": "subgroupMin", "max": "subgroupMax
 _PLANE_VOTE = {"all": "subgroupAll", "any": "subgroupAny"}
 
 
+@functools.lru_cache(maxsize=256)
 def wgsl_type(ty) -> str:  # type: ignore[no-untyped-def]
     if isinstance(ty, Ty):
         return ty.elem.value if ty.width == 1 else f"vec{ty.width}<{ty.elem.value}>"

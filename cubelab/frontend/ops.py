@@ -80,7 +80,10 @@ def _const(s: Scope, value: Any, ty: Ty) -> Value:
         lo, hi = (0, 2**32 - 1) if ty.elem is Elem.U32 else (-(2**31), 2**31 - 1)
         if not lo <= value <= hi:
             raise error(s, f"the literal {value} does not fit in {ty.elem.value}")
-    scalar = s.emit("arith.constant", [], Ty(ty.elem), value=value)
+    # Constants live once per kernel, at the top (a literal in an unrolled loop would otherwise
+    # be re-emitted every iteration: a third of bit_tricks' ops). repr() keeps 0.0 and -0.0 apart.
+    scalar = s.emit_prologue(("literal", ty.elem, repr(value)), "arith.constant", [],
+                             Ty(ty.elem), value=value)
     if ty.width > 1:
         return s.emit("vector.splat", [scalar], ty)
     return scalar
