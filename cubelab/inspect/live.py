@@ -181,7 +181,12 @@ class CacheStats(Ledger):
         return row
 
     def _record(self, e: ev.Event) -> None:
-        if isinstance(e, ev.CompileFinished):
+        if type(e) is ev.CacheHit:  # the one event that comes once per launch: test it first
+            row = self._row(e.kernel_id, e.kernel)
+            row.hits += 1
+            row.entry = row.entry or e.entry
+            row.last_launch_seq, row.last_launched = e.launch_seq, e.t
+        elif isinstance(e, ev.CompileFinished):
             row = self._row(e.kernel_id, e.kernel)
             row.compiles += 1
             row.entry = e.entry
