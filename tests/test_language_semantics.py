@@ -339,3 +339,46 @@ def test_every_atomic_method_returns_the_old_value_and_updates_exactly(client):
     assert list(got[7:]) == [99, 6, 1234]
     assert list(read(client, s, i32)) == [-10, -37]
     assert list(read(client, old, u32)) == [11, 5, 6, 1234]
+
+
+# -- barriers ------------------------------------------------------------------------------------
+@cube(launch=True)
+def scan_with_runtime_while(x: Slice[f32], out: SliceMut[f32]):
+    """Hillis–Steele with a runtime `while` around the barriers (uniform: CUBE_DIM bounds it)."""
+    buf = SharedMemory[f32](64)
+    u = UNIT_POS
+    buf[u] = x[u]
+    sync_cube()
+    offset = u32(1)
+    while offset < CUBE_DIM:
+        t = f32(0.0)
+        if u >= offset:
+            t = buf[u - offset]
+        sync_cube()
+        buf[u] += t
+        sync_cube()
+        offset *= 2
+    out[u] = buf[u]
+
+
+def test_sync_cube_inside_a_uniform_while_loop(client):
+    xs = np.arange(64, dtype=np.float32) % 5
+    out = zeros(client, 64)
+    scan_with_runtime_while.launch(client, CubeCount.Static(1), D, up(client, xs), out)
+    np.testing.assert_array_equal(read(client, out), np.cumsum(xs))
+
+
+@cube(launch=True)
+def storage_neighbour(x: Slice[f32], tmp: SliceMut[f32], out: SliceMut[f32]):
+    i = ABSOLUTE_POS
+    tmp[i] = x[i] * 2.0
+    sync_storage()
+    out[i] = tmp[CUBE_POS * CUBE_DIM + (UNIT_POS + 1) % CUBE_DIM]
+
+
+def test_sync_storage_makes_a_global_write_visible_within_the_cube(client):
+    xs = np.arange(128, dtype=np.float32)
+    tmp, out = zeros(client, 128), zeros(client, 128)
+    storage_neighbour.launch(client, CubeCount.Static(2), D, up(client, xs), tmp, out)
+    want = (np.roll(xs.reshape(2, 64), -1, axis=1) * 2).ravel()
+    np.testing.assert_array_equal(read(client, out), want)
