@@ -108,7 +108,7 @@ class CubelabMagics(Magics):
                  and v.file == filename]
         if args.no_display or not found:
             return None
-        return self._inspectors(found, args.show)
+        return self._inspectors(found, args.show, label)
 
     @staticmethod
     def _format(exc: BaseException, filename: str, label: str) -> list[str]:
@@ -120,11 +120,12 @@ class CubelabMagics(Magics):
             return traceback.format_exception_only(type(exc), exc)[-4:]
         return _cell_frames_only(exc, filename, label)
 
-    def _inspectors(self, kernels: list[CubeFunction], show: str | None) -> Any:
+    def _inspectors(self, kernels: list[CubeFunction], show: str | None, label: str) -> Any:
         from cubelab.widgets import KernelInspector
 
         client = self.session.client() if any(k.is_kernel for k in kernels) else None
-        views = [KernelInspector(k, client, show=show) for k in kernels]
+        views = [KernelInspector(k, client, show=show, label=f"{label}, line {k.first_line}")
+                 for k in kernels]
         if len(views) == 1:
             return views[0]
         return _Many(views)

@@ -41,6 +41,7 @@ def test_a_cube_cell_defines_its_kernels_and_shows_an_inspector(ip, client):
     assert r.success, r.error_in_exec
     assert isinstance(r.result, KernelInspector)
     assert r.result.model()["tabs"][0] == "Source"
+    assert "Cell In[" in r.result.widget.children[0].value  # not IPython's temp file name
     assert "x[ABSOLUTE_POS] * 2.0" in ip.user_ns["double"].source
     assert ip.run_cell(LAUNCH).success
     assert ip.user_ns["result"] == [0.0, 2.0, 4.0, 6.0]

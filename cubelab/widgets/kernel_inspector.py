@@ -99,7 +99,7 @@ class KernelInspector(LiveView):
 
     def __init__(self, kernel: CubeFunction, client: Any = None, *,
                  instance: KernelInstance | None = None, show: Sequence[str] | str | None = None,
-                 live: bool = True, ui: UiThread | None = None) -> None:
+                 label: str | None = None, live: bool = True, ui: UiThread | None = None) -> None:
         if not isinstance(kernel, CubeFunction):
             raise TypeError(f"KernelInspector needs a @cube function, got {type(kernel).__name__}")
         self.kernel = kernel
@@ -131,9 +131,9 @@ class KernelInspector(LiveView):
             self.tabs.set_title(i, name)
         self.ids.observe(self._on_id, names="value")
         self.lines.observe(self._on_line, names="value")
+        where = label or f"{kernel.file}:{kernel.first_line}"
         self._root = W.VBox([W.HTML(f'<b>@cube {html.escape(kernel.__name__)}</b> '
-                                    f'<span style="opacity:.7">{html.escape(kernel.file)}:'
-                                    f"{kernel.first_line}</span>"),
+                                    f'<span style="opacity:.7">{html.escape(where)}</span>'),
                              W.HBox([self.ids, self.lines]), self.tabs])
         self._root.add_class("cubelab-view")
         self._root.add_class(self.css_class)
