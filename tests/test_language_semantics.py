@@ -382,3 +382,56 @@ def test_sync_storage_makes_a_global_write_visible_within_the_cube(client):
     storage_neighbour.launch(client, CubeCount.Static(2), D, up(client, xs), tmp, out)
     want = (np.roll(xs.reshape(2, 64), -1, axis=1) * 2).ravel()
     np.testing.assert_array_equal(read(client, out), want)
+
+
+@cube(launch=True)
+def exits(x: Slice[u32], out: SliceMut[u32]):
+    """Exits under runtime conditions in unrolled, nested and while loops."""
+    i = ABSOLUTE_POS
+    if i >= x.len():
+        return
+    v = x[i]
+    first = u32(99)
+    for k in unroll(range(8)):  # unrolled: a runtime break stops the later iterations
+        if (v >> k) & 1 == 1:
+            first = u32(k)
+            break
+    skipped = u32(0)
+    for k in unroll(range(6)):
+        if k % 2 == 0:
+            continue  # comptime: the rest of this iteration is not even expanded
+        if (v >> k) & 1 == 0:
+            continue  # runtime: a flag
+        skipped += 1
+    pairs = u32(0)
+    for a in range(4):  # the inner break leaves only the inner loop
+        for b in range(4):
+            if b > a:
+                break
+            pairs += 1
+    n = v
+    loops = u32(0)
+    while True:
+        if n < 3:
+            break
+        n = n // 3
+        loops += 1
+    out[4 * i] = first
+    out[4 * i + 1] = skipped
+    out[4 * i + 2] = pairs
+    out[4 * i + 3] = loops
+
+
+def test_break_and_continue_in_unrolled_nested_and_while_true_loops(client):
+    xs = np.array([0, 1, 6, 40, 255, 1000, 12], np.uint32)
+    out = zeros(client, 4 * xs.size, u32)
+    exits.launch(client, cubes(xs.size), D, up(client, xs), out)
+    got = read(client, out, u32).reshape(-1, 4)
+    for v, row in zip(xs.tolist(), got.tolist()):
+        first = next((k for k in range(8) if (v >> k) & 1), 99)
+        skipped = sum(1 for k in (1, 3, 5) if (v >> k) & 1)
+        loops, n = 0, v
+        while n >= 3:
+            n //= 3
+            loops += 1
+        assert row == [first, skipped, 10, loops], v

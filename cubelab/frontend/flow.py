@@ -57,7 +57,8 @@ class _Mark:
 def _mark(s: Scope) -> _Mark:
     block = s.block
     after = block.ops[-1] if block.ops else None
-    if block is s.root and after is not None and s.root.ops.index(after) < s._prologue_end:  # noqa: SLF001
+    prologue_end = s._prologue_end  # noqa: SLF001
+    if block is s.root and after is not None and s.root.ops.index(after) < prologue_end:
         after = None
     return _Mark(block, after, block is s.root)
 

@@ -534,8 +534,8 @@ class KernelInstance:
             if p.kind == "buffer":
                 item = p.spec.item_ty(scope)
                 v = scope.new_value(Pointer(RuntimeArray(item), "global", p.spec.writable), p.name)
-                buffers.append(BufferParam(p.name, len(buffers), item, p.spec.writable, v,  # type: ignore[arg-type]
-                                           tensor=p.spec.tensor))
+                buffers.append(BufferParam(  # type: ignore[arg-type]
+                    p.name, len(buffers), item, p.spec.writable, v, tensor=p.spec.tensor))
                 args.append(BufferRef(v, p.name, p.spec.writable, p.spec.tensor))
             elif p.kind == "scalar":
                 elem = p.spec.elem.value
