@@ -163,3 +163,16 @@ def test_a_ledger_records_on_the_device_thread_without_python_code():
     (fn, _kinds), = bus._subs
     assert fn == stats._queue.append  # a C method: no lock, no frame on the device thread
     stats.close()
+
+
+def test_a_kind_is_wanted_as_soon_as_someone_subscribes_and_not_after():
+    from cubelab.runtime import events as ev
+
+    bus = ev.EventBus()
+    assert not bus.wants(ev.CacheHit)  # cached "no"
+    unsub = bus.subscribe(lambda e: None, ev.CacheHit)
+    assert bus.wants(ev.CacheHit) and not bus.wants(ev.LaunchIssued)
+    unsub()
+    assert not bus.wants(ev.CacheHit)
+    bus.subscribe(lambda e: None)  # no kinds: everything
+    assert bus.wants(ev.LaunchIssued)

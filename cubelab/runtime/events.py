@@ -160,10 +160,14 @@ class EventBus:
         """Whether any subscriber takes events of `kind`. Publishers of per-launch events check
         this before building one: an event costs ~2 µs to build, and a view that wants only
         cache hits should not make every launch pay for LaunchIssued and LaunchDispatched."""
-        wanted = self._wanted.get(kind)
+        # Take the cache before reading the subscribers: `subscribe` swaps in a new `_subs` and
+        # then a fresh cache, so an answer computed from old subscribers can only land in the
+        # old, discarded cache — never stick as a stale "no" for a kind just subscribed.
+        cache = self._wanted
+        wanted = cache.get(kind)
         if wanted is None:
             wanted = any(kinds is None or issubclass(kind, kinds) for _, kinds in self._subs)
-            self._wanted[kind] = wanted
+            cache[kind] = wanted
         return wanted
 
     def subscribe(self, fn: Subscriber, *kinds: type) -> Callable[[], None]:
