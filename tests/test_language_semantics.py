@@ -435,3 +435,26 @@ def test_break_and_continue_in_unrolled_nested_and_while_true_loops(client):
             n //= 3
             loops += 1
         assert row == [first, skipped, 10, loops], v
+
+
+@cube(launch=True)
+def first_multiple(x: Slice[u32], out: SliceMut[u32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        found = u32(0)
+        for k in range(1, 4000000000):  # stops at the first multiple: a while, not a for
+            if k % x[i] == 0 and k > 10:
+                found = k
+                break
+        out[i] = found
+
+
+def test_a_for_loop_that_breaks_is_a_while_that_stops_early(client):
+    from cubelab.inspect import instance, ir
+
+    text = ir(instance(first_multiple, cube_dim=D))
+    assert "scf.while" in text and "scf.for" not in text
+    xs = np.array([3, 7, 11, 1, 25], np.uint32)
+    out = zeros(client, xs.size, u32)
+    first_multiple.launch(client, cubes(xs.size), D, up(client, xs), out)
+    np.testing.assert_array_equal(read(client, out, u32), [12, 14, 11, 11, 25])

@@ -30,7 +30,7 @@ from cubelab.frontend import ops
 from cubelab.frontend.values import RV, LocalVar
 from cubelab.ir.core import Block, Op
 from cubelab.ir.scope import Scope
-from cubelab.ir.types import BOOL, I32, U32
+from cubelab.ir.types import BOOL, I32, U32, Ty
 
 Pos = tuple[int, int]
 
@@ -315,10 +315,14 @@ def _before(s: Scope, op: Op) -> _Mark:
     return _Mark(block, block.ops[i - 1], block is s.root)
 
 
-def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: Pos) -> None:
+def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], exits: bool = False,
+              *, at: Pos) -> None:
     """`for i in range(start, end, step)` → an `scf.for` loop (bounds may be runtime values).
-    A loop whose body breaks or returns keeps counting to the end with its body predicated off
-    (write `while` for long loops that usually exit early)."""
+
+    A loop whose body may `break` or `return` (the rewriter passes `exits`) becomes an
+    `scf.while` over a counter local instead, so that it really stops early: the counter is
+    advanced at the top of each iteration (a `continue` cannot skip it) and the condition
+    folds in the exit flags."""
     s.at(*at)
     args = [ops.read(s, a) for a in args]
     if not 1 <= len(args) <= 3:
@@ -343,6 +347,9 @@ def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: Po
         if ops._ty(v) != ty:
             raise ops.error(s, f"range() bounds mix {ty} and {ops._ty(v)}",
                             "cast them to one type")
+    if exits:
+        _counted_while(s, ty, vals, body, at)
+        return
     iv = s.new_value(ty, "i")
     block = Block(args=[iv])
     op = s.register("scf.for", vals)
@@ -353,6 +360,24 @@ def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: Po
     flags = [f for f in (loop.brk, frame.ret) if f is not None]
     if flags:
         _wrap_body(s, block, flags)
+
+
+def _counted_while(s: Scope, ty: Ty, vals: list[Any], body: Callable[[Any], None],
+                   at: Pos) -> None:
+    start, end, step = vals
+    counter = s.declare_var(ty, "i")
+    s.register("memory.store", [counter, start])
+
+    def cond() -> Any:
+        cur = s.emit("memory.load", [counter], ty)
+        return RV(s.emit("arith.cmp", [cur, end], BOOL, pred="lt"))
+
+    def iteration() -> None:
+        cur = s.emit("memory.load", [counter], ty)
+        s.register("memory.store", [counter, s.emit("arith.add", [cur, step], ty)])
+        body(RV(cur))
+
+    while_(s, cond, iteration, at)
 
 
 def for_unroll(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: Pos) -> None:

@@ -149,6 +149,18 @@ def _may_exit(node: ast.AST, in_loop: bool = False) -> bool:
     return any(_may_exit(c, inner) for c in ast.iter_child_nodes(node))
 
 
+def _may_leave_loop(node: ast.AST, in_loop: bool = False) -> bool:
+    """Whether a loop-body statement may end the loop: a `return`, or a `break` of this loop."""
+    if isinstance(node, ast.Return):
+        return True
+    if isinstance(node, ast.Break):
+        return not in_loop
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        return False
+    inner = in_loop or isinstance(node, (ast.For, ast.While))
+    return any(_may_leave_loop(c, inner) for c in ast.iter_child_nodes(node))
+
+
 class _Rewriter(ast.NodeTransformer):
     def __init__(self, kernel: str, file: str, lines: list[str], mutable: set[str],
                  readonly: set[str], is_helper: bool) -> None:
@@ -353,8 +365,10 @@ class _Rewriter(ast.NodeTransformer):
         finally:
             self.loop_depth -= 1
         args = ast.List([self.visit(a) for a in it.args], ast.Load())
-        return [body_fn, ast.Expr(self.call(fn_name, [args, ast.Name(body_fn.name,
-                                                                     ast.Load())], node))]
+        call_args: list[ast.expr] = [args, ast.Name(body_fn.name, ast.Load())]
+        if fn_name == "for_range" and any(_may_leave_loop(st) for st in node.body):
+            call_args.append(ast.Constant(True))  # may break/return: a loop that can stop early
+        return [body_fn, ast.Expr(self.call(fn_name, call_args, node))]
 
     def visit_While(self, node: ast.While) -> list[ast.stmt]:
         if node.orelse:
