@@ -127,3 +127,16 @@ def test_show_in_a_terminal_prints_through_rich(capsys):
     out = capsys.readouterr().out
     assert "@cube saxpy" in out and "expand" in out
     assert isinstance(v, SectionsView)
+
+
+def test_a_cpu_trace_renders_as_its_step_table(cpu_client):
+    import numpy as np
+
+    from cubelab import BufferArg, CubeCount
+
+    x = cpu_client.create_from_slice(f32.as_bytes(np.arange(8, dtype=np.float32)))
+    y = cpu_client.create_from_slice(f32.as_bytes(np.ones(8, dtype=np.float32)))
+    t = I.trace(saxpy.launch[f32], cpu_client, CubeCount.Static(1), CubeDim.new_1d(2), 4, 2.0,
+                BufferArg.from_raw_parts(x, 8), BufferArg.from_raw_parts(y, 8), units=[1])
+    text = I.view(t).text()
+    assert "trace of `saxpy`, unit 1" in text and "memory.store" in text

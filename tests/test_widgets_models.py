@@ -229,3 +229,15 @@ def test_the_stepper_shows_every_traced_units_value_for_the_same_op(client):
     st.unit.value = 7  # what picking another unit in the dropdown does
     assert st.model()["unit"] == 7 and st.model()["value"] == 7
     assert "unit 7" in st.values.value
+
+
+def test_a_displayed_view_without_a_name_stays_alive_with_its_widget(client):
+    import gc
+    import weakref
+
+    view = LaunchTimeline(client, live=False)
+    ref, root = weakref.ref(view), view.widget
+    del view
+    gc.collect()
+    assert ref() is not None and root._cubelab_view is ref()
+    ref().close()

@@ -132,6 +132,9 @@ def view(x: Any) -> View:
         return buffers_view(x)
     if isinstance(x, tuple) and all(isinstance(r, I.live.LaunchRecord) for r in x):
         return launches_view(x)
+    if isinstance(x, I.Trace):
+        return CodeView(x.table(), "text", title=f"trace of `{x.kernel}`, unit {x.unit} "
+                                                 f"(step {x.position + 1} of {len(x)})")
     if isinstance(x, I.live.Ledger):
         return view(x.snapshot())  # type: ignore[attr-defined]
     if isinstance(x, str):

@@ -109,6 +109,10 @@ class LiveView:
 
     def _start(self) -> None:
         """Subclasses call this once their widgets exist: first render, then go live."""
+        # The displayed widget keeps its view alive: `display(LaunchTimeline(client))` without
+        # a name must keep updating (the UI thread only holds views weakly), and a collected
+        # view would leave its ledger's queue subscribed and growing.
+        self.widget._cubelab_view = self
         self.refresh()
         if self._ui is not None:
             self._ui.add(self)
