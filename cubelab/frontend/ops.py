@@ -270,9 +270,28 @@ _INT_OPS = {"lshift": "arith.shl", "rshift": "arith.shr", "bitand": "arith.bitan
             "bitor": "arith.bitor", "bitxor": "arith.bitxor"}
 
 
+# The common case, checked first: two runtime values of one integer (or float) type.
+_FAST_INT = {"add": "arith.add", "sub": "arith.sub", "mul": "arith.mul",
+             "floordiv": "arith.div", "mod": "arith.rem", "bitand": "arith.bitand",
+             "bitor": "arith.bitor", "bitxor": "arith.bitxor"}
+_FAST_FLOAT = {"add": "arith.add", "sub": "arith.sub", "mul": "arith.mul", "div": "arith.div",
+               "mod": "arith.rem"}
+
+
 def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
     s.at(*at)
     a, b = read(s, a), read(s, b)
+    if type(a) is RV and not a.splat:
+        ta = a.v.type
+        if type(ta) is Ty and ta.elem is not Elem.BOOL:
+            table = _FAST_FLOAT if ta.elem is Elem.F32 else _FAST_INT
+            name = table.get(op)
+            if name is not None:
+                if type(b) is RV and not b.splat and b.v.type == ta:
+                    return RV(s.emit(name, [a.v, b.v], ta))
+                if type(b) is int and ta.width == 1 and ta.elem is not Elem.F32 and (
+                        0 <= b < 2**31):
+                    return RV(s.emit(name, [a.v, _const(s, b, ta)], ta))
     if op == "pow":
         return library.power(s, a, b, at)
     if _is_py(a) and _is_py(b):
