@@ -32,19 +32,27 @@ def _print_block(block: Block, indent: int, out: list[str], locs: bool) -> None:
     pad = "  " * indent
     for op in block.ops:
         line = pad + format_op_line(op)
-        if locs and op.loc is not None:
-            line = f"{line:<60}  // line {op.loc.line}"
+
+        def located(text: str) -> str:
+            if locs and op.loc is not None:
+                return f"{text:<60}  // line {op.loc.line}"
+            return text
+
         if not op.regions:
-            out.append(line)
+            out.append(located(line))
             continue
         for i, region in enumerate(op.regions):
             args = ""
             if region.args:
                 args = "(" + ", ".join(f"%{a.name}: {a.type}" for a in region.args) + ") "
             if i == 0:
-                out.append(f"{line} {args}{{")
+                # the brace before the location comment, or it would be commented out
+                out.append(located(f"{line} {args}{{"))
             else:
-                out.append(f"{pad}}} else {args}{{")
+                # scf.while's second region is the body run while the first one's condition
+                # holds; every other multi-region op (scf.if) has an else
+                sep = "do" if op.name == "scf.while" else "else"
+                out.append(f"{pad}}} {sep} {args}{{")
             _print_block(region, indent + 1, out, locs)
         out.append(pad + "}")
 
