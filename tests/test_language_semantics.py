@@ -458,3 +458,21 @@ def test_a_for_loop_that_breaks_is_a_while_that_stops_early(client):
     out = zeros(client, xs.size, u32)
     first_multiple.launch(client, cubes(xs.size), D, up(client, xs), out)
     np.testing.assert_array_equal(read(client, out, u32), [12, 14, 11, 11, 25])
+
+
+@cube(launch=True)
+def halvings(n: u32, out: SliceMut[u32]):
+    """A scalar parameter re-assigned in a loop carries its value across iterations."""
+    if ABSOLUTE_POS == 0:
+        count = u32(0)
+        while n > 1:
+            n = n // 2
+            count += 1
+        out[0] = count
+        out[1] = n
+
+
+def test_a_parameter_reassigned_in_a_loop_carries_its_value(client):
+    out = zeros(client, 2, u32)
+    halvings.launch(client, CubeCount.Static(1), D, 1000, out)
+    assert list(read(client, out, u32)) == [9, 1]

@@ -549,6 +549,18 @@ def rewrite(fn_node: ast.FunctionDef, kernel: str, file: str, lines: list[str],
                                                               "UNBOUND", ast.Load()))
         for n in local_names
     ]
+    # A parameter re-assigned in a loop or branch must live in a local from the start: a loop
+    # body is expanded once, so reading the parameter's SSA value there would read the launch
+    # value on every iteration (`while n > 1: n = n // 2` would never end).
+    for p in params:
+        if p.name in mutable:
+            prelude.append(ast.Assign([ast.Name(p.name, ast.Store())], ast.Call(
+                ast.Attribute(ast.Name("__cl", ast.Load()), "assign", ast.Load()),
+                [ast.Name("__s", ast.Load()), ast.Attribute(ast.Name("__cl", ast.Load()),
+                                                            "UNBOUND", ast.Load()),
+                 ast.Name(p.name, ast.Load()), ast.Constant(p.name), ast.Constant(True)],
+                [ast.keyword("at", ast.Tuple([ast.Constant(p.lineno), ast.Constant(p.col)],
+                                             ast.Load()))])))
     enter = ast.Expr(ast.Call(
         ast.Attribute(ast.Name("__cl", ast.Load()), "fn_enter", ast.Load()),
         [ast.Name("__s", ast.Load()), ast.Constant(kernel), ast.Constant(is_helper),
