@@ -58,7 +58,7 @@ _BASE_CSS = f"""
   font-family: var(--jp-code-font-family, monospace); font-size: var(--jp-code-font-size, 13px);
   border-radius: 2px; overflow-x: auto; }}
 .{CSS_SCOPE} pre {{ margin: 0; padding: 4px 6px; line-height: 1.35; background: transparent;
-  color: inherit; }}
+  color: inherit; white-space: pre; overflow-x: auto; }}
 .{CSS_SCOPE} .hll {{ background-color: rgba(255, 196, 0, 0.28); display: inline-block;
   min-width: 100%; }}
 .{CSS_SCOPE} .cl-gutter {{ color: var(--jp-content-font-color3, #999); user-select: none; }}

@@ -51,9 +51,9 @@ class Stepper:
         self._ir_lines = _ir_index(trace.ir)
         self.back_button = W.Button(description="◀ back", layout=W.Layout(width="7em"))
         self.forward_button = W.Button(description="forward ▶", layout=W.Layout(width="7em"))
-        self.position = W.IntSlider(min=0, max=max(0, len(trace) - 1), value=trace.position,
+        self.position = W.IntSlider(min=1, max=max(1, len(trace)), value=trace.position + 1,
                                     description="step", continuous_update=False,
-                                    layout=W.Layout(width="28em"))
+                                    layout=W.Layout(width="28em"))  # 1-based, as displayed
         self.unit = W.Dropdown(options=[(f"unit {u}", u) for u in trace.units], value=trace.unit,
                                description="unit", layout=W.Layout(width="12em"))
         self.source = W.HTML()
@@ -64,7 +64,7 @@ class Stepper:
         self.values.add_class("cubelab-stepper-values")
         self.back_button.on_click(lambda _b: self.back())
         self.forward_button.on_click(lambda _b: self.forward())
-        self.position.observe(lambda c: self.goto(c["new"]), names="value")
+        self.position.observe(lambda c: self.goto(c["new"] - 1), names="value")
         self.unit.observe(lambda c: self.select(c["new"]), names="value")
         self._root = W.VBox([
             W.HBox([self.back_button, self.forward_button, self.position, self.unit]),
@@ -122,10 +122,10 @@ class Stepper:
         t = self.trace
         s = t.current
         with self._root.hold_sync():
-            if self.position.max != max(0, len(t) - 1):
-                self.position.max = max(0, len(t) - 1)
-            if self.position.value != t.position:
-                self.position.value = t.position
+            if self.position.max != max(1, len(t)):
+                self.position.max = max(1, len(t))
+            if self.position.value != t.position + 1:
+                self.position.value = t.position + 1
             if self.unit.value != t.unit:
                 self.unit.value = t.unit
             self.back_button.disabled = t.position <= 0

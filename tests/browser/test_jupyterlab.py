@@ -4,8 +4,9 @@ It writes a notebook that displays a CacheMonitor, a BufferBoard and a `%%cube` 
 all cells in JupyterLab, and asserts in the DOM what a student would see: the inspector's WGSL
 tab (after clicking it), the cache monitor's counts after the seed's quiz (3 compiles, 1 hit),
 and the buffer board's failed and skipped rows with their root cause — all updated live from the
-UI thread, not by re-running a cell. It then switches JupyterLab to its dark theme and checks the
-highlighting follows it. Screenshots of each view go to `artifacts/browser/` (git-ignored).
+UI thread, not by re-running a cell. It also checks the launch timeline's hops and
+clicks the Stepper's "forward" button; then it switches JupyterLab to its dark theme and checks
+the highlighting follows it. Screenshots of each view go to `artifacts/browser/` (git-ignored).
 
 Recipe (docs/jupyter.md): Debian's `chromium` through Playwright's `executable_path` (Playwright
 never downloads a browser here), JupyterLab started in its own process group on a free port with
@@ -47,6 +48,8 @@ CELLS = [
     "monitor = CacheMonitor(client)\n"
     "monitor",
     "board = BufferBoard(client)\nboard",
+    "from cubelab.widgets import LaunchTimeline\ntimeline = LaunchTimeline(client, last=8)\n"
+    "timeline",
     "%%cube --show source,ir,wgsl,msl\n"
     "from cubelab.prelude import *\n"
     "\n"
@@ -77,7 +80,12 @@ CELLS = [
     "from cubelab.exercises import HOW_MANY_COMPILES\n"
     "monitor.reset()  # count only the quiz's launches\n"
     "report = HOW_MANY_COMPILES.run(client)\n"
-    "print('compiles', report.compiles, 'hits', report.hits)\n"
+    "print('compiles', report.compiles, 'hits', report.hits)",
+    "from cubelab import inspect\nfrom cubelab.widgets import Stepper\n"
+    "v = client.create_from_slice(f32.as_bytes(np.arange(4, dtype=np.float32)))\n"
+    "t = inspect.trace(double.launch, client, CubeCount.Static(1), CubeDim.new_1d(4),\n"
+    "                  BufferArg.from_raw_parts(v, 4), units=[2])\n"
+    "stepper = Stepper(t)\nstepper",
     "print('done')",
 ]
 
@@ -213,7 +221,11 @@ def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
             page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
             page.evaluate(RUN_ALL, 60_000)
-            page.wait_for_function(ALL_RAN, arg=len(CELLS), timeout=120_000)
+            try:
+                page.wait_for_function(ALL_RAN, arg=len(CELLS), timeout=120_000)
+            except Exception:
+                errors = page.locator(".jp-OutputArea-output", has_text="Error").all_inner_texts()
+                raise AssertionError(f"not every cell ran; errors shown: {errors}") from None
             expect(page.locator(".jp-RenderedText", has_text="compiles 3 hits 1")).to_be_visible()
             expect(page.locator(".jp-OutputArea-output", has_text="Traceback")).to_have_count(0)
 
@@ -233,6 +245,22 @@ def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
             expect(skipped).to_have_count(1)
             expect(skipped).to_contain_text("root cause: Broken")
             board.screenshot(path=str(ARTIFACTS / "buffer_board.png"))
+
+            # the launch timeline: each launch's two hops, the quiz's last one a cache hit
+            timeline = page.locator(".cubelab-launch-timeline")
+            expect(timeline.locator("tr.cl-launch[data-status='dispatched']").first).to_be_visible(
+                timeout=20_000)
+            expect(timeline).to_contain_text("cache hit")
+            expect(timeline).to_contain_text("skip: tainted-input")
+            timeline.screenshot(path=str(ARTIFACTS / "launch_timeline.png"))
+
+            # the stepper: a real click on "forward" moves to the next op of unit 2
+            stepper = page.locator(".cubelab-stepper")
+            values = stepper.locator(".cubelab-stepper-values")
+            expect(values).to_contain_text("unit 2 · step 1 of")
+            stepper.locator("button", has_text="forward").click()
+            expect(values).to_contain_text("unit 2 · step 2 of", timeout=10_000)
+            stepper.screenshot(path=str(ARTIFACTS / "stepper.png"))
 
             # the inspector of the %%cube cell: click its WGSL tab, see generated WGSL
             inspector = page.locator(".cubelab-kernel-inspector").first
