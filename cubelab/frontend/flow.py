@@ -99,7 +99,10 @@ def _frames(s: Scope) -> list[Frame]:
 
 
 def _frame(s: Scope) -> Frame:
-    return _frames(s)[-1]
+    frames = _frames(s)
+    if not frames:  # ops called on a bare Scope (tests, notebooks): an implicit kernel frame
+        frames.append(Frame(s.kernel_name, False, _mark(s)))
+    return frames[-1]
 
 
 def _new_flag(s: Scope, name: str, reset_at: _Mark) -> LocalVar:
