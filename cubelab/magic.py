@@ -94,6 +94,9 @@ class CubelabMagics(Magics):
         header = f"%%cube {line}".rstrip()
         filename = shell.compile.cache(f"{header}\n{cell}", n)
         label = f"Cell In[{n}]"
+        from cubelab.inspect.live import SOURCE_LABELS
+
+        SOURCE_LABELS[filename] = label  # device-thread errors shown by the views name the cell
         ns = shell.user_ns
         before = {k: id(v) for k, v in ns.items()}
         try:

@@ -160,3 +160,32 @@ def test_reset_zeroes_every_open_monitor_not_only_the_magics_own(ip, wgpu_client
     cm.refresh()
     assert cm.model()["total_compiles"] == cm.model()["total_hits"] == 0
     cm.close()
+
+
+def test_a_device_thread_error_from_a_cube_cell_names_the_cell_on_the_buffer_board(ip, wgpu_client):
+    from cubelab.widgets import BufferBoard
+
+    board = BufferBoard(wgpu_client, live=False)
+    r = ip.run_cell('''%%cube --no-display
+from cubelab.prelude import *
+
+def boom():
+    raise ValueError("boom")
+
+@cube(launch=True)
+def broken_in_cell(out: SliceMut[f32]):
+    out[ABSOLUTE_POS] = f32(comptime(boom()))
+''')
+    assert r.success
+    assert ip.run_cell('''
+from cubelab import Device, BufferArg, CubeCount, CubeDim
+c = Device.default().client()
+h = c.empty(16)
+broken_in_cell.launch(c, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(h, 4))
+c.sync()
+hid = h.id
+''').success
+    board.refresh()
+    error = board.model()[ip.user_ns["hid"]]["error"]
+    assert "Cell In[" in error and ", line 9:" in error
+    board.close()

@@ -29,11 +29,23 @@ __all__ = ["Ledger", "CacheStats", "KernelIdStats", "CacheSnapshot", "BufferStat
            "BUFFER_STATES"]
 
 
+# Generated file names → what a reader calls them ("Cell In[7]"). `%%cube` registers each cell
+# it runs, so an error that happens later, on the device thread, still names the cell.
+SOURCE_LABELS: dict[str, str] = {}
+
+
+def relabel(text: str) -> str:
+    for name, label in SOURCE_LABELS.items():
+        if name in text:
+            text = text.replace(f"{name}:", f"{label}, line ").replace(name, label)
+    return text
+
+
 def _error_text(exc: BaseException | None) -> str:
     if exc is None:
         return ""
     text = str(exc).strip() or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"
+    return relabel(f"{type(exc).__name__}: {text}")
 
 
 class Ledger:

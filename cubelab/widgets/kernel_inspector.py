@@ -131,7 +131,7 @@ class KernelInspector(LiveView):
             self.tabs.set_title(i, name)
         self.ids.observe(self._on_id, names="value")
         self.lines.observe(self._on_line, names="value")
-        where = label or f"{kernel.file}:{kernel.first_line}"
+        where = self.label = label or f"{kernel.file}:{kernel.first_line}"
         self._root = W.VBox([W.HTML(f'<b>@cube {html.escape(kernel.__name__)}</b> '
                                     f'<span style="opacity:.7">{html.escape(where)}</span>'),
                              W.HBox([self.ids, self.lines]), self.tabs])
@@ -256,7 +256,7 @@ class KernelInspector(LiveView):
             gutter = {i: str(k.first_line + i - 1)
                       for i in range(1, len(k.source.splitlines()) + 1)}
             return to_html(k.source, "python", hl_lines=rel, gutter=gutter,
-                           title=f"{k.file}:{k.first_line}")
+                           title=self.label)
         if name == "Expanded":
             return to_html(I.expanded(k), "python",
                            title="the generated expand function (cubelab's `cargo expand`)")
