@@ -292,6 +292,12 @@ def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
                 if type(b) is int and ta.width == 1 and ta.elem is not Elem.F32 and (
                         0 <= b < 2**31):
                     return RV(s.emit(name, [a.v, _const(s, b, ta)], ta))
+            elif op in ("lshift", "rshift") and ta.elem is not Elem.F32 and type(b) is int \
+                    and 0 <= b < 2**31:
+                amount = _const(s, b, U32)
+                if ta.width > 1:
+                    amount = _splat(s, amount, ta.width)
+                return RV(s.emit(_INT_OPS[op], [a.v, amount], ta))
     if op == "pow":
         return library.power(s, a, b, at)
     if _is_py(a) and _is_py(b):
