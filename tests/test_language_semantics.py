@@ -476,3 +476,59 @@ def test_a_parameter_reassigned_in_a_loop_carries_its_value(client):
     out = zeros(client, 2, u32)
     halvings.launch(client, CubeCount.Static(1), D, 1000, out)
     assert list(read(client, out, u32)) == [9, 1]
+
+
+@cube
+def sign_class(v: f32) -> None:
+    """A helper returning from an if/elif chain."""
+    if v < -1.0:
+        return i32(-2)
+    elif v < 0.0:
+        return i32(-1)
+    elif v == 0.0:
+        return i32(0)
+    return i32(1)
+
+
+@cube
+def fill(dst: SliceMut[f32], value: f32):
+    for j in range(dst.len()):
+        dst[j] = value
+
+
+@cube(launch=True)
+def mixed(x: Slice[f32], out: SliceMut[f32], cls: SliceMut[i32]):
+    i = ABSOLUTE_POS
+    v = f32(0.0)
+    if i < x.len():  # no early return: every unit must reach sync_cube below
+        v = x[i]
+    vecs = Array[Vector[f32, 4]](2)
+    vecs[0] = Vector.new(v)
+    vecs[1] = Vector.new(f32(2.0))
+    w = vecs[0] * vecs[1]
+    acc = f32(0.0)
+    for k in unroll(range(4)):
+        acc += w[k]
+    sh = SharedMemory[f32](64)
+    fill(sh[UNIT_POS:UNIT_POS + 1], acc)  # a helper writing through a one-item sub-slice
+    sync_cube()
+    s = f32(0.0)
+    for j in range(-3, 3):  # i32 bounds
+        s += f32(abs(j))
+    j = u32(0)  # `j` again, now a mutable local
+    while j < 10 and sh[UNIT_POS] > 1000.0:
+        j += 1
+    if i < x.len():
+        out[i] = min(acc, s, f32(100.0)) + sh[UNIT_POS] + f32(j)
+        cls[i] = sign_class(v)
+
+
+def test_helpers_sub_slices_vector_arrays_and_a_reused_loop_name(client):
+    xs = np.array([-3, -0.5, 0, 0.5, 2, 5, 100, 300, -7, 1], np.float32)
+    out, cls = zeros(client, xs.size), zeros(client, xs.size, i32)
+    mixed.launch(client, CubeCount.Static(1), D, up(client, xs), out, cls)
+    acc = xs * 8
+    np.testing.assert_array_equal(
+        read(client, out), np.minimum(np.minimum(acc, 9.0), 100) + acc + np.where(acc > 1000, 10, 0))
+    np.testing.assert_array_equal(read(client, cls, i32), np.select(
+        [xs < -1, xs < 0, xs == 0], [-2, -1, 0], 1))

@@ -540,7 +540,9 @@ def rewrite(fn_node: ast.FunctionDef, kernel: str, file: str, lines: list[str],
         analysis.visit(st)
     param_names = {p.name for p in params}
     mutable = {n for n, c in analysis.sites.items() if c > 1} | analysis.aug | analysis.nested
-    mutable -= analysis.loop_targets
+    # A loop target is its body closure's parameter, so it is never "mutable" by being a loop
+    # target; a name that is both a loop target and assigned elsewhere (`for j in ...` then
+    # later `j = u32(0)` and `j += 1`) must stay mutable there.
     rw = _Rewriter(kernel, file, lines, mutable, readonly, is_helper)
     body = rw.visit_body(fn_node.body)
     local_names = sorted((set(analysis.sites) - param_names))
