@@ -19,7 +19,7 @@ from cubelab.frontend.kernel import cube
 from cubelab.runtime.device import Device
 from cubelab.runtime.dry_run import LaunchMode, dry_run, real_run
 from cubelab.runtime.streams import stream
-from cubelab.runtime.handle import BufferArg, Handle, ScalarArg
+from cubelab.runtime.handle import BufferArg, Handle, ScalarArg, TensorArg
 from cubelab.runtime.kernel import CubeCount, CubeDim, ExecutionMode, KernelId
 
 __version__ = "0.1.0"
@@ -36,5 +36,5 @@ __all__ = [
     "BufferFailure", "CompileError", "CubeError", "DeviceError", "KernelSourceError",
     "LaunchError", "cube", "Device", "BufferArg", "Handle", "ScalarArg", "CubeCount", "CubeDim",
     "ExecutionMode", "KernelId", "__version__", "CaptureError", "ResourceError", "LaunchMode",
-    "dry_run", "real_run", "stream",
+    "dry_run", "real_run", "stream", "TensorArg",
 ]
