@@ -6,6 +6,12 @@ position last (`at=(line, col)`), registers IR ops at the scope's insertion poin
 expand-time value (`values.py`). Python values meeting Python values are computed in Python —
 that is what "comptime" means — and never reach the IR.
 
+The vocabulary is split by subject; this module re-exports the rest so `__cl.x` finds it all:
+operators, locals, casts and calls live here; control flow and early exits in `flow.py`
+(`while_`, `for_range`, `for_unroll`, `brk`, `cont`, `ret`, `guard`); buffers, arrays, shared
+memory, sub-slices, tensors and atomics in `memory.py`; math, `select`, barriers and plane ops in
+`library.py`.
+
 Errors raised here name the kernel and the line, with a caret (`KernelSourceError`).
 """
 
