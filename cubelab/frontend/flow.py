@@ -30,7 +30,7 @@ from cubelab.frontend import ops
 from cubelab.frontend.values import RV, LocalVar
 from cubelab.ir.core import Block, Op
 from cubelab.ir.scope import Scope
-from cubelab.ir.types import BOOL, I32, U32, Ty
+from cubelab.ir.types import BOOL, I32, U32, Pointer, Ty
 
 Pos = tuple[int, int]
 
@@ -175,7 +175,17 @@ def ret(s: Scope, x: Any, at: Pos) -> None:
         if frame.rv is None:
             frame.rv = ops.assign(s, ops.UNBOUND, x, "return_value", True, at)
         else:
-            ops.assign(s, frame.rv, x, "return_value", True, at)
+            ptr_ty = frame.rv.ptr.type
+            want = ptr_ty.pointee if isinstance(ptr_ty, Pointer) else None
+            got = ops.read(s, x)
+            if isinstance(got, RV) and isinstance(want, Ty) and got.v.type != want \
+                    and not (isinstance(got.v.type, Ty) and got.v.type.width == 1
+                             and got.v.type.elem is want.elem):
+                raise ops.error(s, f"`{frame.name}` returns {want} on one path and "
+                                f"{got.v.type} on this one",
+                                f"return one type everywhere, e.g. {want.elem.value}(...); a "
+                                "bare literal in the first return takes i32 / f32")
+            ops.assign(s, frame.rv, got, "return_value", True, at)
     elif frame.helper and frame.rv is not None:
         raise ops.error(s, "this `return` has no value but another one has",
                         "return a value on every path")
