@@ -205,7 +205,7 @@ def test_ranges_with_steps_nested_loops_while_and_unroll(client, n):
 
 
 @cube
-def first_negative(x: Slice[f32], start: u32) -> None:
+def first_negative(x: Slice[f32], start: u32) -> u32:
     """Helper with an early `return value` under a runtime condition."""
     for i in range(start, x.len()):
         if x[i] < 0.0:
@@ -479,15 +479,15 @@ def test_a_parameter_reassigned_in_a_loop_carries_its_value(client):
 
 
 @cube
-def sign_class(v: f32) -> None:
-    """A helper returning from an if/elif chain."""
+def sign_class(v: f32) -> i32:
+    """A helper returning from an if/elif chain; `-> i32` types the bare literals."""
     if v < -1.0:
-        return i32(-2)
+        return -2
     elif v < 0.0:
-        return i32(-1)
+        return -1
     elif v == 0.0:
-        return i32(0)
-    return i32(1)
+        return 0
+    return 1
 
 
 @cube

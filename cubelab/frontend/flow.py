@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from cubelab.frontend import ops
+from cubelab.frontend.types import GenericScalar, ScalarKind
 from cubelab.frontend.values import RV, LocalVar
 from cubelab.ir.core import Block, Op
 from cubelab.ir.scope import Scope
@@ -92,6 +93,7 @@ class Frame:
     ret: LocalVar | None = None
     rv: LocalVar | None = None
     value: Any = None
+    returns: Any = None  # a helper's `-> f32` / `-> F`: returned values are cast to it
 
 
 def _frames(s: Scope) -> list[Frame]:
@@ -145,9 +147,12 @@ def _mark_exits(frame: Frame, down_to: int) -> bool:
 
 
 # -- functions ---------------------------------------------------------------------------------
-def fn_enter(s: Scope, name: str, helper: bool, at: Pos) -> None:
+def fn_enter(s: Scope, name: str, helper: bool, at: Pos, returns: Any = None) -> None:
     s.at(*at)
-    _frames(s).append(Frame(name, helper, _mark(s)))
+    frame = Frame(name, helper, _mark(s))
+    if isinstance(returns, (ScalarKind, GenericScalar)):
+        frame.returns = returns
+    _frames(s).append(frame)
 
 
 def fn_exit(s: Scope) -> Any:
@@ -162,6 +167,8 @@ def ret(s: Scope, x: Any, at: Pos) -> None:
     s.at(*at)
     frame = _frame(s)
     x = ops.read(s, x) if x is not None else None
+    if x is not None and frame.returns is not None:
+        x = ops.call(s, frame.returns, [x], at)
     crossed = _mark_exits(frame, 0)
     for loop in frame.loops:
         if not loop.runtime and frame.regions[loop.region_index].exited:

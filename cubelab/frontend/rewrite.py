@@ -567,7 +567,10 @@ def rewrite(fn_node: ast.FunctionDef, kernel: str, file: str, lines: list[str],
         ast.Attribute(ast.Name("__cl", ast.Load()), "fn_enter", ast.Load()),
         [ast.Name("__s", ast.Load()), ast.Constant(kernel), ast.Constant(is_helper),
          ast.Tuple([ast.Constant(fn_node.lineno), ast.Constant(fn_node.col_offset)], ast.Load())],
-        []))
+        # a helper's `-> f32` (or `-> F`) types its returned values, literals included
+        [ast.keyword("returns", fn_node.returns)] if is_helper and fn_node.returns is not None
+        and not (isinstance(fn_node.returns, ast.Constant) and fn_node.returns.value is None)
+        else []))
     if not (body and isinstance(body[-1], ast.Return)):
         body.append(ast.Return(rw._fn_exit()))
     expand = ast.FunctionDef(
