@@ -19,7 +19,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Callable
 
 from cubelab.runtime import events as ev
 from cubelab.runtime.kernel import KernelId
@@ -530,5 +530,3 @@ def ago(t: float, now: float | None = None) -> str:
     dt = (time.perf_counter() if now is None else now) - t
     return f"{dt:.1f} s ago" if dt < 120 else f"{dt / 60:.0f} min ago"
 
-
-Snapshot = Any
