@@ -189,3 +189,17 @@ hid = h.id
     error = board.model()[ip.user_ns["hid"]]["error"]
     assert "Cell In[" in error and ", line 9:" in error
     board.close()
+
+
+def test_a_cube_cell_with_only_a_helper_shows_its_source_and_expansion(ip):
+    r = ip.run_cell('''%%cube
+from cubelab.prelude import *
+
+@cube
+def twice(v):
+    return v + v
+''')
+    assert r.success
+    m = r.result.model()
+    assert m["kernel_ids"] == [] and "inlined" in r.result.tab_html("IR")
+    assert ">expand<" in r.result.tab_html("Expanded")
