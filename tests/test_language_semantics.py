@@ -532,3 +532,21 @@ def test_helpers_sub_slices_vector_arrays_and_a_reused_loop_name(client):
         read(client, out), np.minimum(np.minimum(acc, 9.0), 100) + acc + np.where(acc > 1000, 10, 0))
     np.testing.assert_array_equal(read(client, cls, i32), np.select(
         [xs < -1, xs < 0, xs == 0], [-2, -1, 0], 1))
+
+
+@cube(launch=True)
+def comptime_then_runtime(x: Slice[f32], out: SliceMut[f32]):
+    """`total` starts as comptime(...) but is updated with runtime values in a loop: it is an
+    ordinary local, so every iteration sees the previous one's value."""
+    if ABSOLUTE_POS == 0:
+        total = comptime(1.0 + 1.0)
+        for j in range(x.len()):
+            total = total + x[j]
+        out[0] = total
+
+
+def test_a_comptime_start_value_updated_in_a_runtime_loop_accumulates(client):
+    xs = np.arange(1, 11, dtype=np.float32)
+    out = zeros(client, 1)
+    comptime_then_runtime.launch(client, CubeCount.Static(1), D, up(client, xs), out)
+    assert read(client, out)[0] == 2.0 + xs.sum()

@@ -91,6 +91,8 @@ class _Analysis(ast.NodeVisitor):
         self.nested: set[str] = set()
         self.aug: set[str] = set()
         self.loop_targets: set[str] = set()
+        # names assigned something other than `comptime(...)` somewhere
+        self.runtime_assigned: set[str] = set()
         self.depth = 0
         self.loads: dict[str, tuple[int, int]] = {}
 
@@ -103,16 +105,21 @@ class _Analysis(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
             self._target(t)
+            if isinstance(t, ast.Name) and not _is_comptime_call(node.value):
+                self.runtime_assigned.add(t.id)
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._target(node.target)
+        if isinstance(node.target, ast.Name):
+            self.runtime_assigned.add(node.target.id)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._target(node.target)
         if isinstance(node.target, ast.Name):
             self.aug.add(node.target.id)
+            self.runtime_assigned.add(node.target.id)
         self.generic_visit(node)
 
     def _nested(self, node: ast.AST) -> None:
@@ -134,6 +141,10 @@ class _Analysis(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load) and node.id not in self.loads:
             self.loads[node.id] = (node.lineno, node.col_offset)
+
+
+def _is_comptime_call(v: ast.expr) -> bool:
+    return isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "comptime"
 
 
 def _may_exit(node: ast.AST, in_loop: bool = False) -> bool:
@@ -172,6 +183,7 @@ class _Rewriter(ast.NodeTransformer):
         # names assigned in each nested body, for `nonlocal` declarations
         self.body_stack: list[set[str]] = []
         self.loop_depth = 0
+        self.runtime_assigned: set[str] = set()
 
     # -- helpers ------------------------------------------------------------------------------
     def refuse(self, node: ast.AST, message: str, hint: str = "") -> KernelSourceError:
@@ -267,11 +279,12 @@ class _Rewriter(ast.NodeTransformer):
         (target,) = node.targets
         self._check_writable(target)
         value = self.visit(node.value)
-        v = node.value
         # `name = comptime(expr)` stays a Python value even in a loop or branch: the student
-        # said it is known at expansion (an unrolled loop's `stride = comptime(32 >> k)`).
-        is_comptime = (isinstance(v, ast.Call) and isinstance(v.func, ast.Name)
-                       and v.func.id == "comptime")
+        # said it is known at expansion (an unrolled loop's `stride = comptime(32 >> k)`). Only
+        # when *every* assignment of the name is comptime: one that mixes in runtime values is
+        # an ordinary local (a loop body is expanded once and would read a stale Python value).
+        is_comptime = (_is_comptime_call(node.value) and isinstance(target, ast.Name)
+                       and target.id not in self.runtime_assigned)
         return self._assign(target, value, node, force_immutable=is_comptime)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
@@ -544,6 +557,7 @@ def rewrite(fn_node: ast.FunctionDef, kernel: str, file: str, lines: list[str],
     # target; a name that is both a loop target and assigned elsewhere (`for j in ...` then
     # later `j = u32(0)` and `j += 1`) must stay mutable there.
     rw = _Rewriter(kernel, file, lines, mutable, readonly, is_helper)
+    rw.runtime_assigned = analysis.runtime_assigned
     body = rw.visit_body(fn_node.body)
     local_names = sorted((set(analysis.sites) - param_names))
     prelude: list[ast.stmt] = [
