@@ -550,3 +550,19 @@ def test_a_comptime_start_value_updated_in_a_runtime_loop_accumulates(client):
     out = zeros(client, 1)
     comptime_then_runtime.launch(client, CubeCount.Static(1), D, up(client, xs), out)
     assert read(client, out)[0] == 2.0 + xs.sum()
+
+
+@cube(launch=True)
+def relu_vec(x: Slice[Vector[f32, 4]], out: SliceMut[Vector[f32, 4]]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        v = x[i]
+        out[i] = select(v > 0.0, v, v * 0.1) + select(v > 1.0, 100.0, 0.0)
+
+
+def test_select_with_a_bool_vector_picks_per_component(client):
+    xs = np.array([-1, 0.5, 2, -3, 4, 0, 1, 1.5], np.float32)
+    out = zeros(client, 8)
+    relu_vec.launch(client, CubeCount.Static(1), D, up(client, xs), out)
+    want = np.where(xs > 0, xs, xs * np.float32(0.1)) + np.where(xs > 1, 100, 0)
+    np.testing.assert_allclose(read(client, out), want, rtol=1e-6)

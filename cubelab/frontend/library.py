@@ -147,6 +147,9 @@ def _select(s: Scope, cond: Any, a: Any, b: Any) -> Any:
     va, vb = _pair(s, a, b, "select")
     ty = _ty(va)
     cw = _ty(c).width
+    if cw > 1 and ty.width == 1:  # a bool vector picking between scalars: widen them
+        va, vb = ops._splat(s, va, cw), ops._splat(s, vb, cw)
+        ty = _ty(va)
     if cw != 1 and cw != ty.width:
         raise error(s, f"select() with a condition of width {cw} and values of width "
                     f"{ty.width}", "the condition is one bool or a bool vector of the same width")
