@@ -303,9 +303,7 @@ def while_(s: Scope, cond: Callable[[], Any], body: Callable[[], None], at: Pos)
     before, block = Block(), Block()
     op = s.register("scf.while", [])
     op.regions = [before, block]
-    loop = Loop(True, 0, _Mark(s.block, None, False))
-    # the loop's own position: flags reset right before it
-    loop.start = _before(s, op)
+    loop = Loop(True, 0, _before(s, op))  # flags are reset right before the loop
     _loop_body(s, frame, loop, block, body)
     flags = [f for f in (loop.brk, frame.ret) if f is not None]
     with s.child(before):
