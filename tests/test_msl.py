@@ -187,6 +187,31 @@ def test_saxpy_msl_has_the_seeds_lines_in_the_seeds_order():
     assert "typedef unsigned int uint32_t;" in got and "float4" not in src
 
 
+# The seed's add (relu = false), identical for launch and launch_unchecked in CubeCL 0.11.3.
+SEED_ADD_BODY = """\
+device float const* const v17 = &v1[v60];
+float const v18 = *v17;
+device float const* const v23 = &v5[v60];
+float const v24 = *v23;
+float const v25 = v18 + v24;
+device float * const v30 = &v9[v60];
+*v30 = v25;"""
+
+
+@pytest.mark.parametrize("checked", [False, True])
+def test_add_msl_has_the_seeds_lines_for_launch_and_launch_unchecked(checked):
+    src = msl_of(add_k(False, checked), rule="cubecl-0.11.3")
+    assert_lines_in_order(SEED_ADD_BODY.splitlines(), src.splitlines(), {})
+    assert re.search(r"^\[\[max_total_threads_per_threadgroup\(8\)\]\] \[\[kernel\]\] void "
+                     r"add_f_f32_[0-9a-f]{8}\(", src, re.M)
+    # with relu the seed's MSL gains `max(v25, v26)`: the sum against the literal 0
+    relu = msl_of(add_k(True, checked), rule="cubecl-0.11.3").splitlines()
+    bind: dict[str, str] = {}
+    assert_lines_in_order(["float const v26 = 0.0f;"], relu, bind)  # the IR hoists literals
+    assert_lines_in_order(["float const v25 = v18 + v24;", "float const v27 = max(v25, v26);"],
+                          relu, bind)
+
+
 def test_saxpy_entry_is_the_wgsl_entry_of_the_same_kernel_id():
     c = ci.compiled(saxpy4())
     assert c.wgsl.entry == compile_msl(definition(saxpy4())).entry
