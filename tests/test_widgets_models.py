@@ -241,3 +241,15 @@ def test_a_displayed_view_without_a_name_stays_alive_with_its_widget(client):
     gc.collect()
     assert ref() is not None and root._cubelab_view is ref()
     ref().close()
+
+
+def test_the_seed_001_exercise_counts_skipped_launches_from_a_real_run(client):
+    from cubelab.exercises import HOW_MANY_SKIPPED
+
+    v = HOW_MANY_SKIPPED.check(2, client)
+    assert v.correct, v.message
+    assert v.report.failed == ["Broken"] and v.report.skipped == ["Copy", "Copy"]
+    assert v.report.outputs == [["a", "d"]]  # `fill` repaired a; d was copied from it
+    q = Quiz(HOW_MANY_SKIPPED, client=client)
+    assert not q.check(3).correct
+    assert "cl-quiz-skipped'>Copy, Copy<" in q.result.value

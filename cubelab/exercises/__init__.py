@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 from cubelab.runtime import events as ev
 
 __all__ = ["Exercise", "RunReport", "Verdict", "compile_count_exercise", "count_compiles",
-           "HOW_MANY_COMPILES", "EXERCISES"]
+           "HOW_MANY_COMPILES", "HOW_MANY_SKIPPED", "EXERCISES"]
 
 Launch = Callable[[Any], Any]
 
@@ -33,6 +33,8 @@ class RunReport:
     why: list[str]  # per compile: why it was a new KernelId
     outputs: list[Any] = field(default_factory=list)
     kernel_ids: list[Any] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # kernels whose launch failed (seed 001)
+    skipped: list[str] = field(default_factory=list)  # kernels skipped: an input had failed
 
 
 @dataclass
@@ -55,7 +57,8 @@ def count_compiles(client: Any, launches: Sequence[Launch], clear_cache: bool = 
     if clear_cache:
         client.clear_cache()
     outputs = []
-    with client.events.record(ev.CompileFinished, ev.CacheHit) as rec:
+    with client.events.record(ev.CompileFinished, ev.CacheHit, ev.LaunchFailed,
+                              ev.LaunchSkipped) as rec:
         for launch in launches:
             outputs.append(launch(client))
         client.sync()
@@ -72,7 +75,9 @@ def count_compiles(client: Any, launches: Sequence[Launch], clear_cache: bool = 
         why.append("; ".join(nearest_earlier(kid, earlier)[1]))
         earlier.append(kid)
     return RunReport(len(compiles), len(hits), log, why, outputs,
-                     [c.kernel_id for c in compiles])
+                     [c.kernel_id for c in compiles],
+                     [f.kernel for f in rec.of(ev.LaunchFailed)],
+                     [k.kernel for k in rec.of(ev.LaunchSkipped) if k.why != "dry-run"])
 
 
 @dataclass
@@ -87,6 +92,7 @@ class Exercise:
     answer_kind: type = int
 
     def run(self, client: Any = None) -> RunReport:
+        """Run the launches on `client` (default: Device.default()) and report what happened."""
         if client is None:
             from cubelab.runtime.device import Device
 
@@ -158,3 +164,50 @@ HOW_MANY_COMPILES = compile_count_exercise(
     "keys; launch 4 has launch 1's KernelId and reuses its pipeline (input data is not in the "
     "key).",
 )
+
+
+# -- seed 001: failure is buffer state ----------------------------------------------------------
+
+def _failure_chain(client: Any) -> Any:
+    """broken → a; copy a → b; copy b → c; fill a; copy a → d — then read what can be read."""
+    from cubelab.errors import BufferFailure
+    from cubelab.exercises.seed001 import broken, copy, fill
+    from cubelab.prelude import BufferArg, CubeCount, CubeDim
+
+    one, four = CubeCount.Static(1), CubeDim.new_1d(4)
+    a, b, c, d = (client.empty(16) for _ in range(4))
+    arg = lambda h: BufferArg.from_raw_parts(h, 4)  # noqa: E731
+    broken.launch(client, one, four, arg(a))
+    copy.launch(client, one, four, arg(a), arg(b))
+    copy.launch(client, one, four, arg(b), arg(c))
+    fill.launch(client, one, four, arg(a), 1.0)
+    copy.launch(client, one, four, arg(a), arg(d))
+    readable = []
+    for name, h in zip("abcd", (a, b, c, d)):
+        try:
+            client.read_one(h)
+            readable.append(name)
+        except BufferFailure:
+            pass
+    return readable
+
+
+HOW_MANY_SKIPPED = Exercise(
+    "seed001-how-many-skipped",
+    "A failure travels: how many launches are skipped?",
+    "`broken` fails while it is being compiled (its expansion raises), so its output `a` carries "
+    "the error. Then: `copy a → b`, `copy b → c`, `fill a` (writes a fresh value), `copy a → d`. "
+    "A launch that reads a failed buffer is skipped and its outputs point at the root cause. How "
+    "many of the five launches are skipped?",
+    "broken.launch(client, one, four, a)      # fails: a carries the error\n"
+    "copy.launch(client, one, four, a, b)\n"
+    "copy.launch(client, one, four, b, c)\n"
+    "fill.launch(client, one, four, a, 1.0)   # a pure output: not a read\n"
+    "copy.launch(client, one, four, a, d)\n",
+    [_failure_chain],
+    lambda r: len(r.skipped),
+    "copy a → b and copy b → c read a failed buffer and are skipped (c points at `broken`, the "
+    "root cause, not at the skipped copy); fill only writes `a`, so it runs and repairs it, and "
+    "the last copy reads a valid `a`.",
+)
+EXERCISES[HOW_MANY_SKIPPED.key] = HOW_MANY_SKIPPED

@@ -67,9 +67,17 @@ class Quiz:
         return (f'<div class="cubelab-code"><div class="cl-title {cls} cl-verdict" '
                 f'data-correct="{str(v.correct).lower()}">{html.escape(v.message)}</div>'
                 f"<div>compiles: <b class='cl-quiz-compiles'>{v.report.compiles}</b> · cache "
-                f"hits: <b>{v.report.hits}</b></div>"
+                f"hits: <b>{v.report.hits}</b>{Quiz._failures(v)}</div>"
                 '<table class="cl-table"><thead><tr><th>#</th><th>compile log</th><th>why a new '
                 f"KernelId</th></tr></thead><tbody>{rows}</tbody></table></div>")
+
+    @staticmethod
+    def _failures(v: Verdict) -> str:
+        r = v.report
+        if not (r.failed or r.skipped):
+            return ""
+        return (f" · failed: <b>{html.escape(', '.join(r.failed) or 'none')}</b> · skipped: "
+                f"<b class='cl-quiz-skipped'>{html.escape(', '.join(r.skipped) or 'none')}</b>")
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
