@@ -7,6 +7,11 @@ and thread-safe: record, don't render (views coalesce and redraw on their own th
 
 A subscriber that raises is reported once through `warnings` and kept: a broken view must never
 break a launch.
+
+Events are plain slotted dataclasses, read-only by convention rather than `frozen=True`: a frozen
+dataclass sets each field through `object.__setattr__`, which made a `CacheHit` cost 1.4 µs to
+build against 0.6 µs now — and one is built per cache-hit launch whenever a view is attached
+(benchmarks/widget_overhead.py). Equality is identity (two events are never "the same fact").
 """
 
 from __future__ import annotations
@@ -21,13 +26,13 @@ if TYPE_CHECKING:
     from cubelab.runtime.kernel import KernelId
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class Event:
     t: float = field(default_factory=time.perf_counter, kw_only=True)
     thread: str = field(default_factory=lambda: threading.current_thread().name, kw_only=True)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class LaunchIssued(Event):
     """Calling thread: `launch` registered its arguments and handed the kernel over."""
 
@@ -39,7 +44,7 @@ class LaunchIssued(Event):
     stream: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class LaunchGated(Event):
     """Calling thread: a gate ended the launch before it reached the device (why says which)."""
 
@@ -48,14 +53,14 @@ class LaunchGated(Event):
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class CompileStarted(Event):
     kernel: str
     kernel_id: "KernelId"
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class CompileFinished(Event):
     """A new KernelId became a pipeline. Durations in seconds; `driver_s` runs through the first
     dispatch, because lavapipe (and other drivers) compile lazily there."""
@@ -76,7 +81,7 @@ class CompileFinished(Event):
     extra_sources: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class CompileFailed(Event):
     kernel: str
     kernel_id: "KernelId"
@@ -84,7 +89,7 @@ class CompileFailed(Event):
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class CacheHit(Event):
     kernel: str
     kernel_id: "KernelId"
@@ -92,7 +97,7 @@ class CacheHit(Event):
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class LaunchDispatched(Event):
     kernel: str
     kernel_id: "KernelId"
@@ -101,7 +106,7 @@ class LaunchDispatched(Event):
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class LaunchFailed(Event):
     """The launch could not run; its write set now carries `error` (read it to see)."""
 
@@ -112,7 +117,7 @@ class LaunchFailed(Event):
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class ProfileSample(Event):
     kernel: str
     kernel_id: "KernelId"
@@ -121,13 +126,13 @@ class ProfileSample(Event):
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class BufferCreated(Event):
     handle_id: int
     size: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class Flushed(Event):
     """Queued dispatches were encoded into one command buffer and submitted (why says what
     triggered it: idle, read, sync, max_tasks, profile, host-write)."""
@@ -137,7 +142,7 @@ class Flushed(Event):
     stream: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class CacheCleared(Event):
     reason: str
 
@@ -226,7 +231,7 @@ class Recorder:
 #    stream scheduler; declared here so views can be written against them) ---------------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class BufferClaimed(Event):
     """An ExecuteScope claimed a launch's write set with a provisional failure."""
 
@@ -235,7 +240,7 @@ class BufferClaimed(Event):
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class BufferReleased(Event):
     """The launch succeeded: its write set is clean again."""
 
@@ -244,7 +249,7 @@ class BufferReleased(Event):
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class BufferFailed(Event):
     """Buffers now carry `error`; `root_kernel` is the launch that really failed."""
 
@@ -255,7 +260,7 @@ class BufferFailed(Event):
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class BufferRepaired(Event):
     """A successful launch wrote buffers that carried a failure: they are valid again."""
 
@@ -264,7 +269,7 @@ class BufferRepaired(Event):
     launch_seq: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class LaunchSkipped(Event):
     """The device thread dropped a launch: `why` is "dry-run" (compiled, not dispatched),
     "tainted-input" (a read buffer carries a failure; `root_kernel`/`root_error` name it) or
@@ -278,7 +283,7 @@ class LaunchSkipped(Event):
     root_error: BaseException | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class StreamShared(Event):
     """A task on `stream` touched a buffer last written on `other`: `other` was flushed first
     (the seed's log line "Binding on X is shared on Y")."""
@@ -288,7 +293,7 @@ class StreamShared(Event):
     other: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class OobReported(Event):
     """CPU runtime, `report` mode: an out-of-bounds access, with who did it and where."""
 
@@ -306,7 +311,7 @@ class OobReported(Event):
 # -- autotune (runtime/autotune.py): a view draws progress and results from these ----------------
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class AutotuneStarted(Event):
     """A key missed the tuner's cache: `candidates` are about to be compiled and measured."""
 
@@ -315,7 +320,7 @@ class AutotuneStarted(Event):
     candidates: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class AutotuneProgress(Event):
     """One step of the search: phase is "precompile", "warmup" or "sample"; `done` of `total`
     steps of the whole search (a progress bar's two numbers)."""
@@ -328,7 +333,7 @@ class AutotuneProgress(Event):
     total: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class AutotuneCandidateFailed(Event):
     """A candidate failed (compile error, skipped launch, exception): disqualified."""
 
@@ -338,7 +343,7 @@ class AutotuneCandidateFailed(Event):
     error: BaseException
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class AutotuneCandidateMeasured(Event):
     """Seconds per run: min and median of the samples, and the score (lower wins)."""
 
@@ -351,7 +356,7 @@ class AutotuneCandidateMeasured(Event):
     samples: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class AutotuneFinished(Event):
     """The winner for `key` (cached from now on); `scores` by candidate, None if disqualified."""
 

@@ -51,7 +51,7 @@ from cubelab.runtime.server import PipelineEntry, Server
 PLANE_SIZE = 32
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class DebugPrinted(ev.Event):
     """CPU runtime: the lines a launch's `debug_print` calls produced (already prefixed with
     each unit's coordinates)."""
