@@ -135,7 +135,9 @@ def test_the_views_ledgers_make_no_launch_build_events_they_do_not_show():
 
     bus = ev.EventBus()
     with I.CacheStats(bus), I.BufferStates(bus):
-        assert bus.wants(ev.CacheHit) and bus.wants(ev.BufferFailed)
+        # hits arrive tallied (CacheHits), so a cache-hit launch builds no event for them
+        assert bus.wants(ev.CacheHits) and bus.wants(ev.BufferFailed)
+        assert not bus.wants(ev.CacheHit)
         assert not bus.wants(ev.LaunchIssued) and not bus.wants(ev.LaunchDispatched)
         assert not bus.wants(ev.BufferClaimed) and not bus.wants(ev.BufferReleased)
     with I.BufferStates(bus, claims=True):
@@ -176,3 +178,27 @@ def test_a_kind_is_wanted_as_soon_as_someone_subscribes_and_not_after():
     assert not bus.wants(ev.CacheHit)
     bus.subscribe(lambda e: None)  # no kinds: everything
     assert bus.wants(ev.LaunchIssued)
+
+
+def test_cache_hits_are_tallied_and_told_before_a_sync_returns_and_before_the_next_compile(client):
+    from cubelab.runtime import events as ev
+
+    out = _buf(client)
+    arg = BufferArg.from_raw_parts(out, 4)
+    client.clear_cache()  # so the first launch below compiles
+    with client.events.record(ev.CacheHits, ev.CompileStarted, ev.LaunchIssued) as rec:
+        for v in (1.0, 2.0, 3.0):
+            fill.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), arg, v)
+        # another cube dim is another KernelId: a compile
+        fill.launch(client, CubeCount.Static(2), CubeDim.new_1d(2), arg, 4.0)
+        fill.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), arg, 5.0)
+        client.sync()
+        kinds = [type(e).__name__ for e in rec.events if not isinstance(e, ev.LaunchIssued)]
+        seqs = [e.launch_seq for e in rec.of(ev.LaunchIssued)]
+    # a compile, 2 hits told before the second compile, then the last hit told at sync
+    assert kinds == ["CompileStarted", "CacheHits", "CompileStarted", "CacheHits"]
+    first, last = rec.of(ev.CacheHits)
+    assert (first.count, first.first_seq, first.last_seq) == (2, seqs[1], seqs[2])
+    assert (last.count, last.first_seq, last.last_seq) == (1, seqs[4], seqs[4])
+    assert first.kernel_id == last.kernel_id and first.kernel == "Fill"
+    assert client.read_one(out) == f32.as_bytes(np.full(4, 5.0, np.float32))

@@ -65,7 +65,8 @@ class Device:
         self._debug_unsub: Callable[[], None] | None = None
         if self.debug_log is not None:
             self._debug_unsub = self.bus.subscribe(self.debug_log)
-        self.runner = Runner(f"cubelab-{kind}-{self.id}", on_idle=self._on_idle)
+        self.runner = Runner(f"cubelab-{kind}-{self.id}", on_idle=self._on_idle,
+                             before_call=self._before_call)
         factory = _server_factories[kind]
         self.server = self.runner.call(factory, self.bus)
         self._client: Any = None
@@ -85,6 +86,11 @@ class Device:
         server = getattr(self, "server", None)
         if server is not None:
             server.flush("idle")
+
+    def _before_call(self) -> None:
+        server = getattr(self, "server", None)
+        if server is not None:
+            server.publish_hit_tallies()
 
     def client(self) -> Any:
         from cubelab.runtime.client import Client

@@ -98,6 +98,24 @@ class CacheHit(Event):
 
 
 @dataclass(slots=True, eq=False)
+class CacheHits(Event):
+    """`count` cache hits of one KernelId since the last tally (launches `first_seq` ..
+    `last_seq`, the last at `last_t`). The device thread counts hits while someone subscribes to
+    this and publishes the tally before it does anything else — before a compile, a call from a
+    client (sync, read, check ...), or going idle — so a view that only counts (CacheMonitor)
+    pays a dict update per launch instead of an event. `CacheHit` still comes once per launch
+    for those who subscribe to it (LaunchTimeline, the quiz checker)."""
+
+    kernel: str
+    kernel_id: "KernelId"
+    entry: str
+    count: int
+    first_seq: int
+    last_seq: int
+    last_t: float
+
+
+@dataclass(slots=True, eq=False)
 class LaunchDispatched(Event):
     kernel: str
     kernel_id: "KernelId"

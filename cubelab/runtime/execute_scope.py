@@ -238,9 +238,11 @@ class ExecuteScope:
             if self.bus.wants(ev.BufferReleased):
                 self.bus.publish(ev.BufferReleased(self.launch.kernel, _ids(self.written),
                                                    self.launch.launch_seq))
-            repaired = tuple(h.id for (h, _), old in zip(self.written, self._before)
-                             if old is not None and not old[0].provisional)
-            if repaired:
-                self.bus.publish(ev.BufferRepaired(self.launch.kernel, repaired,
-                                                   self.launch.launch_seq))
+            before = self._before
+            if before.count(None) != len(before):  # cheap "anything carried a failure?"
+                repaired = tuple(h.id for (h, _), old in zip(self.written, before)
+                                 if old is not None and not old[0].provisional)
+                if repaired:
+                    self.bus.publish(ev.BufferRepaired(self.launch.kernel, repaired,
+                                                       self.launch.launch_seq))
         return True

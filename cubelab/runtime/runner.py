@@ -6,7 +6,9 @@ that the hand-off is irreversible: whatever only the calling thread knows (dry r
 profiling) must be decided before `submit`.
 
 When the queue runs dry the runner calls `on_idle` (the wgpu server submits its batched
-dispatches there), so the GPU never waits for work that is already encoded.
+dispatches there), so the GPU never waits for work that is already encoded. Before each
+synchronous `call` it runs `before_call` (the server publishes its tallied cache hits there, so a
+caller that syncs and then looks at a view sees every hit).
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from typing import Any, Callable
 
 
 class Runner:
-    def __init__(self, name: str, on_idle: Callable[[], None] | None = None) -> None:
+    def __init__(self, name: str, on_idle: Callable[[], None] | None = None,
+                 before_call: Callable[[], None] | None = None) -> None:
         self._q: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], Future[Any] | None]]
         self._q = queue.SimpleQueue()
         self._on_idle = on_idle
+        self._before_call = before_call  # runs on the device thread before each `call`
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
@@ -55,6 +59,11 @@ class Runner:
                 except BaseException:  # noqa: BLE001 - the server records failures itself
                     pass
             else:
+                if self._before_call is not None:
+                    try:
+                        self._before_call()
+                    except BaseException:  # noqa: BLE001
+                        pass
                 try:
                     fut.set_result(fn(*args))
                 except BaseException as exc:  # noqa: BLE001

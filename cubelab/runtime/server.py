@@ -125,6 +125,9 @@ class Server:
         self.captures: dict[int, Capture] = {}
         self.faults: list[BaseException] = []  # device faults: sync() reports them
         self.stream = 0  # the stream of the dispatch being encoded (read by `dispatch`)
+        # KernelId -> [kernel, entry, count, first_seq, last_seq, last_t]: cache hits not yet
+        # published as a CacheHits event (only counted while someone subscribes to those).
+        self._hit_tallies: dict[KernelId, list[Any]] = {}
 
     # -- memory (per backend) -----------------------------------------------------------------
     def create(self, handle: Handle, data: bytes | None) -> None:
@@ -163,7 +166,17 @@ class Server:
 
     def flush(self, why: str) -> None:
         """Submit every stream's queued work (the runner calls `flush("idle")`)."""
+        self.publish_hit_tallies()
         self.scheduler.flush_all(why)
+
+    def publish_hit_tallies(self) -> None:
+        """Publish the cache hits counted since the last tally, one CacheHits per KernelId."""
+        tallies = self._hit_tallies
+        if not tallies:
+            return
+        self._hit_tallies = {}
+        for kid, (kernel, entry, count, first, last, t) in tallies.items():
+            self.bus.publish(ev.CacheHits(kernel, kid, entry, count, first, last, t))
 
     def _submit_failed(self, tasks: list[Task], exc: BaseException) -> None:
         # The driver refused a whole submission: every task in it carries the refusal.
@@ -252,6 +265,7 @@ class Server:
         self.clear_cache(f"compilation options changed: {changes}")
 
     def clear_cache(self, reason: str) -> None:
+        self.publish_hit_tallies()
         self.pipelines.clear()
         self.bus.publish(ev.CacheCleared(reason))
 
@@ -310,6 +324,7 @@ class Server:
                 f"this device has {limit}. Use smaller tiles.")
 
     def compile(self, kernel: CubeKernel, kernel_id: KernelId, seq: int) -> "_Compiled":
+        self.publish_hit_tallies()  # hits before this compile are told before it
         self.bus.publish(ev.CompileStarted(kernel.name, kernel_id, seq))
         t0 = time.perf_counter()
         self.check_limits(kernel_id)
@@ -404,8 +419,19 @@ class Server:
                 return
             entry = compiled.entry
             self.pipelines[kernel_id] = entry
-        elif self.bus.wants(ev.CacheHit):
-            self.bus.publish(ev.CacheHit(kernel.name, kernel_id, entry.entry, seq))
+        else:
+            bus = self.bus
+            if bus.wants(ev.CacheHit):
+                bus.publish(ev.CacheHit(kernel.name, kernel_id, entry.entry, seq))
+            if bus.wants(ev.CacheHits):
+                tally = self._hit_tallies.get(kernel_id)
+                if tally is None:
+                    self._hit_tallies[kernel_id] = [kernel.name, entry.entry, 1, seq, seq,
+                                                    time.perf_counter()]
+                else:
+                    tally[2] += 1
+                    tally[4] = seq
+                    tally[5] = time.perf_counter()
 
         if mode is LaunchMode.Skip:
             # Everything a first launch does short of dispatching is done; nothing is claimed.

@@ -1,6 +1,6 @@
 """CacheMonitor: the pipeline cache, live — compiles and hits per KernelId, and why each new id.
 
-Built only from CompileFinished / CompileFailed / CacheHit / CacheCleared events (through
+Built only from CompileFinished / CompileFailed / CacheHits / CacheCleared events (through
 `inspect.CacheStats`); the "why?" column is `inspect.diff` against the nearest earlier id of the
 same kernel, so the seed's quiz reads straight off the table: 3 compiles, 1 hit, and the reasons
 "execution mode changed" and "`relu` changed".
