@@ -124,7 +124,7 @@ class StreamScheduler:
             other = last.get(h.id)
             if other is not None and other != stream_id:
                 log.info("Binding on stream %d is shared on stream %d", other, stream_id)
-                if self.bus.active:
+                if self.bus.wants(ev.StreamShared):
                     self.bus.publish(ev.StreamShared(h.id, stream_id, other))
                 if other not in others:
                     others.append(other)
@@ -150,7 +150,7 @@ class StreamScheduler:
         except Exception as exc:  # noqa: BLE001 - the refusal becomes buffer state
             self._on_submit_failed(tasks, exc)
             return
-        if self.bus.active:
+        if self.bus.wants(ev.Flushed):  # once per submission: often once per launch
             self.bus.publish(ev.Flushed(len(tasks), why, stream=stream_id))
 
     def flush_all(self, why: str) -> None:
