@@ -13,7 +13,9 @@ HERE = Path(__file__).parent
 
 def run_quiz(extra_env=None):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent), str(HERE)])
+    # keep the caller's PYTHONPATH behind ours (where wgpu comes from a path, not site-packages)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in [str(HERE.parent), str(HERE), os.environ.get("PYTHONPATH", "")] if p)
     env["CUBELAB_DEBUG_LOG"] = "stdout"
     env.update(extra_env or {})
     proc = subprocess.run([sys.executable, str(HERE / "quiz_script.py")], env=env,

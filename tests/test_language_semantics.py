@@ -58,6 +58,25 @@ def test_integer_floordiv_and_mod_truncate_toward_zero_and_divide_by_zero_is_def
 
 
 @cube(launch=True)
+def int_rem_vec4(a: Slice[Vector[i32, 4]], b: Slice[Vector[i32, 4]], r: SliceMut[Vector[i32, 4]]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        r[i] = a[i] % b[i]
+
+
+def test_i32_remainder_of_negative_operands_is_truncated_on_vectors_too(client):
+    # The NVIDIA Vulkan driver gave -7 % 2 == 1 (the unsigned remainder) for naga's OpSRem:
+    # the WGSL backend spells the remainder out, for scalars and vectors alike.
+    a = np.array([7, -7, 7, -7, -1, -769, 5, -(2**31), 1000, -1000, 0, -5], np.int32)
+    b = np.array([2, 2, -2, -2, 768, 768, 0, -1, 3, 3, 7, -5], np.int32)
+    r = zeros(client, a.size, i32)
+    int_rem_vec4.launch(client, cubes(3), D, up(client, a), up(client, b), r)
+    want = np.fmod(a.astype(np.int64), np.where(b == 0, 1, b)).astype(np.int32)
+    want[b == 0] = 0
+    np.testing.assert_array_equal(read(client, r, i32), want)
+
+
+@cube(launch=True)
 def shifts_and_bits(a: Slice[u32], s: Slice[u32], out: SliceMut[u32], sa: SliceMut[i32]):
     i = ABSOLUTE_POS
     if i < a.len():

@@ -130,6 +130,14 @@ class _Emitter:
         a = [self.ref(v) for v in op.operands]
         if n == "arith.constant":
             self.let(op, wgsl_literal(op.attrs["value"], op.result.type), indent)
+        elif n == "arith.rem" and op.result.type.elem.value == "i32":  # type: ignore[union-attr]
+            # naga lowers a signed `%` to SPIR-V's OpSRem, which Vulkan leaves undefined for a
+            # negative operand: NVIDIA returns the *unsigned* remainder (-7 % 2 == 1, found on
+            # the H200; gfx-rs/wgpu#8191). WGSL's own definition, spelled out with the division
+            # (well defined: x / 0 == x, MIN / -1 == MIN), gives the same answer everywhere.
+            zero = f"{wgsl_type(op.result.type)}()"
+            self.let(op, f"select({a[0]} - {a[1]} * ({a[0]} / {a[1]}), {zero}, "
+                         f"{a[1]} == {zero})", indent)
         elif n in _BIN:
             self.let(op, f"{a[0]} {_BIN[n]} {a[1]}", indent)
         elif n in ("arith.min", "arith.max"):
