@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import time
 
 import numpy as np
 from _common import table, timed
@@ -124,6 +125,65 @@ def measure(device: str, n: int, repeats: int) -> None:
     print("slowdown with views attached (best of the rounds with / best of the rounds without "
           "paired with them; target ≤ 5 %): " + "; ".join(summary)
           + f". {events} events folded, {redraws} redraws.")
+    print()
+    device_part(client, launch, (count, dim, 4, 2.0, xa, ya), configs, n, b_all / n)
+
+
+class _Capture:
+    """A client stand-in that keeps what `launch` would hand to the runtime (kernel instance,
+    count, bindings) and forwards everything else to the real client."""
+
+    def __init__(self, client: object) -> None:
+        self._client = client
+        self.got: tuple = ()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._client, name)
+
+    def launch(self, kernel: object, count: object, bindings: object) -> None:
+        self.got = (kernel, count, bindings)
+
+
+def device_part(client, launch, args, configs, n: int, full_s: float) -> None:  # type: ignore[no-untyped-def]
+    """Attribution without thread noise: the device thread's own work per cache-hit launch
+    (compile-or-reuse, scope, encode, events), run in a loop *on the device thread* with batching
+    left to the end, with and without each subscriber. The full launch's best time from the table
+    above is the denominator of the last column."""
+    from cubelab.runtime.dry_run import LaunchMode
+
+    cap = _Capture(client)
+    launch(cap, *args)
+    kernel, count, bindings = cap.got
+    server = client.device.server
+    seq = [10**9]
+
+    def loop() -> float:
+        old = server.max_tasks
+        server.max_tasks = 10**9  # no flush inside the timed loop: the submit is the driver's
+        t0 = time.perf_counter()
+        for _ in range(n):
+            seq[0] += 1
+            server.launch(kernel, count, bindings, seq[0], False, LaunchMode.Execute, 0)
+        dt = (time.perf_counter() - t0) / n
+        server.max_tasks = old
+        server.flush("idle")
+        server.wait()
+        return dt
+
+    def best() -> float:
+        return min(client.device.runner.call(loop) for _ in range(7))
+
+    base = best()
+    rows = [["nothing attached", f"{base * 1e6:.2f}", "", ""]]
+    for name, make in configs.items():
+        views = make()
+        t = best()
+        for v in views:
+            v.close()
+        rows.append([name.strip(" …"), f"{t * 1e6:.2f}", f"{(t - base) * 1e6:+.2f}",
+                     f"{(t - base) / full_s * 100:+.1f} %"])
+    print(table(f"device thread's part of a cache-hit launch on {client.name()}, best of 7 × {n}",
+                ["attached", "µs/launch", "added µs", "of a full launch"], rows))
 
 
 if __name__ == "__main__":
