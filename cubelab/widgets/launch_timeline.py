@@ -4,6 +4,10 @@ Hop 1, calling thread: the gates (zero count, foreign handle, limits, profiling)
 Hop 2, device thread: compile or cache hit, then skip (dry run, tainted input) or claim the write
 set, dispatch, and the outcome. The calling thread and the stream it queued on are shown (a
 launch uses its thread's stream unless pinned).
+
+Cost: showing every launch means subscribing to the per-launch events (LaunchIssued, CacheHit,
+LaunchDispatched), each built only because someone wants it — a few µs per launch, measured in
+benchmarks/widget_overhead.py. Close the view (or don't display one) when timing launches.
 """
 
 from __future__ import annotations
