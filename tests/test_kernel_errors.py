@@ -150,3 +150,28 @@ def test_a_u32_scalar_out_of_range_is_refused():
 
     with pytest.raises(LaunchError, match="does not fit in u32"):
         _scalar_bytes(u32, -1, "n", "k")
+
+
+def test_an_f32_scalar_too_large_for_f32_is_refused_and_changes_no_buffer(client):
+    from kernels import saxpy
+
+    x = client.create_from_slice(f32.as_bytes(np.arange(4, dtype=np.float32)))
+    y = client.create_from_slice(f32.as_bytes(np.ones(4, dtype=np.float32)))
+    args = (BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(y, 4))
+    for big in (1e39, 10**400):
+        with pytest.raises(LaunchError, match="`a` = .* does not fit in f32"):
+            saxpy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(4), 1, big, *args)
+    # infinities pass through as themselves
+    saxpy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(4), 1, float("inf"), *args)
+    assert f32.from_bytes(client.read_one(y))[1] == np.inf
+
+
+def test_a_cube_dim_checked_once_is_still_checked_for_another_launch(client):
+    # the launcher remembers the dims it has checked; a new, too large one is still refused
+    x, y = client.empty(4 * 512), client.empty(4 * 512)
+    args = (BufferArg.from_raw_parts(x, 512), BufferArg.from_raw_parts(y, 512))
+    bk.copy.launch[f32](client, CubeCount.Static(2), CubeDim.new_1d(256), *args)
+    with pytest.raises(LaunchError, match="units per cube"):
+        bk.copy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(512), *args)
+    with pytest.raises(LaunchError, match="units per cube"):
+        bk.copy.launch[f32](client, CubeCount.Static(1), CubeDim.new_3d(16, 16, 2), *args)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
-import math
 import struct
 import sys
 import textwrap
@@ -317,6 +316,18 @@ class CubeFunction:
         return f"<@cube {kind} {self.__name__}>"
 
 
+_F32 = struct.Struct("<f")
+
+
+def _f32_round(v: Any, name: str, kernel: str) -> float:
+    """A Python number as the f32 the kernel will see (infinities and NaN pass through)."""
+    try:
+        return _F32.unpack(_F32.pack(float(v)))[0]  # type: ignore[no-any-return]
+    except OverflowError:
+        raise LaunchError(f"launch of `{kernel}`: argument `{name}` = {v!r} does not fit in f32 "
+                          "(|x| > 3.4e38); pass float('inf') if that is what you mean") from None
+
+
 def _scalar_bytes(kind: ScalarKind, v: Any, name: str, kernel: str) -> Any:
     if isinstance(v, ScalarArg):
         v = v.value
@@ -329,7 +340,7 @@ def _scalar_bytes(kind: ScalarKind, v: Any, name: str, kernel: str) -> Any:
     if kind is f32:
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise LaunchError(f"launch of `{kernel}`: argument `{name}` is f32, got {v!r}")
-        return struct.unpack("<f", struct.pack("<f", float(v)))[0] if math.isfinite(v) else v
+        return _f32_round(v, name, kernel)
     if not isinstance(v, int) or isinstance(v, bool):
         raise LaunchError(f"launch of `{kernel}`: argument `{name}` is {kind}, got {v!r}")
     lo, hi = (0, 2**32 - 1) if kind is u32 else (-(2**31), 2**31 - 1)
@@ -395,6 +406,26 @@ class _BoundLauncher:
             self.types[g.name] = t
         self._kernels: dict[tuple[Any, ...], KernelInstance] = {}
         self._buffer_params = [p for p in fn.params if p.kind == "buffer"]
+        self._plan: list[tuple[Any, ...]] | None = None  # built at the first launch (see _build_plan)
+        # (cube_dim, id(properties)) -> properties, for dims already checked against the limits
+        self._dims_ok: dict[tuple[CubeDim, int], Any] = {}
+
+    def _build_plan(self) -> list[tuple[Any, ...]]:
+        """Per parameter, what a launch checks and packs, resolved once: the launch path then
+        reads tuples instead of walking specs (a cache-hit launch is a few µs of Python)."""
+        plan: list[tuple[Any, ...]] = []
+        for p in self.fn.params:
+            if p.kind == "buffer":
+                w = p.spec.width_spec
+                plan.append(("buffer", p, p.name, w if isinstance(w, int) else None,
+                             None if isinstance(w, int) else w.name, p.spec.writable,
+                             p.spec.tensor))
+            elif p.kind == "scalar":
+                plan.append(("scalar", p, p.name, p.spec, p.spec.elem.value))
+            else:
+                plan.append((p.kind, p, p.name))
+        self._plan = plan
+        return plan
 
     def __call__(self, client: Any, cube_count: Any, cube_dim: Any, *args: Any) -> None:
         fn = self.fn
@@ -406,71 +437,82 @@ class _BoundLauncher:
         if not isinstance(cube_dim, CubeDim):
             raise LaunchError(f"launch of `{name}`: the third argument is the cube dim "
                               f"(CubeDim.new_1d(n)), got {cube_dim!r}")
-        nsz = len(self.size_generics)
-        expected = nsz + len(fn.params)
-        if len(args) != expected:
-            names = [f"{g.name.lower()} (vector size)" for g in self.size_generics]
+        plan = self._plan or self._build_plan()
+        size_generics = self.size_generics
+        nsz = len(size_generics)
+        if len(args) != nsz + len(plan):
+            names = [f"{g.name.lower()} (vector size)" for g in size_generics]
             names += [p.name for p in fn.params]
             raise LaunchError(
-                f"launch of `{name}` takes client, cube_count, cube_dim and {expected} more "
-                f"argument(s) ({', '.join(names)}), got {len(args)}"
+                f"launch of `{name}` takes client, cube_count, cube_dim and {nsz + len(plan)} "
+                f"more argument(s) ({', '.join(names)}), got {len(args)}"
             )
-        sizes = args[:nsz]
-        for g, v in zip(self.size_generics, sizes):
-            if v not in (1, 2, 4) or isinstance(v, bool):
-                raise LaunchError(f"launch of `{name}`: vector size {g.name} must be 1, 2 or 4, "
-                                  f"got {v!r}")
+        size_of: dict[str, int] = {}
+        if nsz:
+            sizes = args[:nsz]
+            for g, v in zip(size_generics, sizes):
+                if v not in (1, 2, 4) or isinstance(v, bool):
+                    raise LaunchError(f"launch of `{name}`: vector size {g.name} must be 1, 2 "
+                                      f"or 4, got {v!r}")
+                size_of[g.name] = v
+            args = args[nsz:]
+        else:
+            sizes = ()
         props = client.properties()
-        if cube_dim.num_units > props.max_units_per_cube or any(
-                d > m for d, m in zip(cube_dim.as_tuple(), props.max_cube_dim)) or \
-                min(cube_dim.as_tuple()) < 1:
-            raise LaunchError(
-                f"launch of `{name}`: cube dim {cube_dim.as_tuple()} has {cube_dim.num_units} "
-                f"units; the device allows 1..{props.max_units_per_cube} units per cube and at "
-                f"most {props.max_cube_dim} per axis"
-            )
-        size_of = {g.name: v for g, v in zip(self.size_generics, sizes)}
+        if self._dims_ok.get((cube_dim, id(props))) is not props:
+            self._check_dim(name, cube_dim, props)
         buffers: list[BufferBinding] = []
         scalars: dict[str, list[Any]] = {}
         comptimes: list[Any] = []
-        for p, a in zip(fn.params, args[nsz:]):
-            if p.kind == "buffer":
-                w = p.spec.width_spec
-                width = w if isinstance(w, int) else size_of[w.name]
-                if p.spec.tensor:
+        for step, a in zip(plan, args):
+            kind = step[0]
+            if kind == "buffer":
+                _, p, pname, width, size_name, writable, tensor = step
+                if width is None:
+                    width = size_of[size_name]
+                if tensor:
                     if not isinstance(a, TensorArg):
                         raise LaunchError(
-                            f"launch of `{name}`: argument `{p.name}` is a {p.spec!r}; pass "
+                            f"launch of `{name}`: argument `{pname}` is a {p.spec!r}; pass "
                             f"TensorArg.from_raw_parts(handle, shape, strides), got "
                             f"{type(a).__name__}")
-                    buffers.append(BufferBinding(a.handle, a.length // width, p.spec.writable,
-                                                 p.name, a.shape, a.strides))
+                    buffers.append(BufferBinding(a.handle, a.length // width, writable, pname,
+                                                 a.shape, a.strides))
                     continue
                 if not isinstance(a, BufferArg):
                     raise LaunchError(
-                        f"launch of `{name}`: argument `{p.name}` is a {p.spec!r}; pass "
+                        f"launch of `{name}`: argument `{pname}` is a {p.spec!r}; pass "
                         f"BufferArg.from_raw_parts(handle, length), got {type(a).__name__}")
-                if a.length % width:
+                length = a.length
+                if length % width:
                     raise LaunchError(
-                        f"launch of `{name}`: argument `{p.name}` has length {a.length}, which "
+                        f"launch of `{name}`: argument `{pname}` has length {length}, which "
                         f"the vector size {width} does not divide; pad the buffer or pick a "
                         "vector size that divides it")
-                buffers.append(BufferBinding(a.handle, a.length // width, p.spec.writable, p.name))
-            elif p.kind == "scalar":
-                kind = p.spec
-                scalars.setdefault(kind.elem.value, []).append(
-                    _scalar_bytes(kind, a, p.name, name))
-            elif p.kind == "comptime":
+                buffers.append(BufferBinding(a.handle, length // width, writable, pname))
+            elif kind == "scalar":
+                _, p, pname, skind, elem = step
+                if skind is f32 and type(a) is float:
+                    v = _f32_round(a, pname, name)
+                else:
+                    v = _scalar_bytes(skind, a, pname, name)
+                group = scalars.get(elem)
+                if group is None:
+                    scalars[elem] = [v]
+                else:
+                    group.append(v)
+            elif kind == "comptime":
                 try:
                     hash(a)
                 except TypeError:
-                    raise LaunchError(f"launch of `{name}`: Comptime argument `{p.name}` must be "
-                                      f"hashable (it is part of the KernelId), got {a!r}") from None
+                    raise LaunchError(f"launch of `{name}`: Comptime argument `{step[2]}` must "
+                                      f"be hashable (it is part of the KernelId), got {a!r}"
+                                      ) from None
                 comptimes.append(a)
             else:
-                raise LaunchError(f"launch of `{name}`: argument `{p.name}` has no launchable "
+                raise LaunchError(f"launch of `{name}`: argument `{step[2]}` has no launchable "
                                   "type")
-        if len(buffers) > 1:
+        if len(buffers) > 1 and len({b.handle.id for b in buffers}) != len(buffers):
             _check_aliasing(name, buffers)
         key = (cube_dim, tuple(sizes), tuple(comptimes))
         kernel = self._kernels.get(key)
@@ -479,6 +521,17 @@ class _BoundLauncher:
                                     tuple(comptimes))
             self._kernels[key] = kernel
         client.launch(kernel, cube_count, Bindings(buffers, scalars))
+
+    def _check_dim(self, name: str, cube_dim: CubeDim, props: Any) -> None:
+        dims = cube_dim.as_tuple()
+        if cube_dim.num_units > props.max_units_per_cube or any(
+                d > m for d, m in zip(dims, props.max_cube_dim)) or min(dims) < 1:
+            raise LaunchError(
+                f"launch of `{name}`: cube dim {dims} has {cube_dim.num_units} "
+                f"units; the device allows 1..{props.max_units_per_cube} units per cube and at "
+                f"most {props.max_cube_dim} per axis"
+            )
+        self._dims_ok[(cube_dim, id(props))] = props  # holds props: its id stays unique
 
 
 class KernelInstance:
