@@ -202,3 +202,22 @@ def test_cache_hits_are_tallied_and_told_before_a_sync_returns_and_before_the_ne
     assert (last.count, last.first_seq, last.last_seq) == (1, seqs[4], seqs[4])
     assert first.kernel_id == last.kernel_id and first.kernel == "Fill"
     assert client.read_one(out) == f32.as_bytes(np.full(4, 5.0, np.float32))
+
+
+def test_cache_hits_are_told_when_the_device_goes_idle_without_any_sync(client):
+    # a live view must not wait for the user's next sync: the idle device thread tells the tally
+    import time
+
+    from cubelab.runtime import events as ev
+
+    out = _buf(client)
+    arg = BufferArg.from_raw_parts(out, 4)
+    fill.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), arg, 1.0)
+    client.sync()
+    with client.events.record(ev.CacheHits) as rec:
+        fill.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), arg, 2.0)
+        deadline = time.monotonic() + 5.0
+        while not rec.events and time.monotonic() < deadline:
+            time.sleep(0.01)  # no client call here: only the device thread can publish
+        assert [e.count for e in rec.events] == [1]
+    client.sync()
