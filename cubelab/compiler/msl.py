@@ -51,6 +51,7 @@ from typing import Callable
 
 from cubelab.compiler.base import CodegenError, CompiledSource
 from cubelab.compiler.info import info_layout
+from cubelab.ir.analysis import all_ops, buffer_io, max_value_id
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op, Value
 from cubelab.ir.types import Array, Atomic, Elem, Pointer, RuntimeArray, Ty
 
@@ -156,21 +157,6 @@ def _shortest_f32(f: float) -> str:
     return s
 
 
-def _all_ops(kernel: KernelDefinition) -> list[Op]:
-    """Every op, nested ones included, in program order (one walk, shared by the pre-passes)."""
-    out: list[Op] = []
-    stack = [iter(kernel.body.ops)]
-    while stack:
-        op = next(stack[-1], None)
-        if op is None:
-            stack.pop()
-            continue
-        out.append(op)
-        for region in reversed(op.regions):
-            stack.append(iter(region.ops))
-    return out
-
-
 def _vector_types(kernel: KernelDefinition, ops: list[Op]) -> list[Ty]:
     """Every vector type the kernel uses, in order of first appearance."""
     seen: dict[Ty, None] = {}
@@ -196,25 +182,10 @@ def _vector_types(kernel: KernelDefinition, ops: list[Op]) -> list[Ty]:
 
 
 def _written_buffers(kernel: KernelDefinition, ops: list[Op]) -> set[int]:
-    """Ids of buffer values the IR may write through. Only loads, lengths and indexing count as
-    reading; any other use of a derived pointer (a store, an atomic, an op added later) counts
-    as a write, so a buffer is `const` only when that is certain."""
-    root: dict[int, int] = {b.value.id: b.value.id for b in kernel.buffers}
-    written: set[int] = set()
-    for op in ops:
-        for i, v in enumerate(op.operands):
-            r = root.get(v.id)
-            if r is None:
-                continue
-            if op.name in ("memory.load", "buffer.len"):
-                continue
-            if op.name == "memory.index" and i == 0:
-                root[op.result.id] = r
-                continue
-            if op.name == "memory.index":
-                continue
-            written.add(r)
-    return {b.value.id for b in kernel.buffers if b.value.id in written and b.writable}
+    """Ids of buffer values that get a non-`const` pointer: declared writable (`SliceMut`) and
+    written by the IR (`ir/analysis.py`, the same answer the runtime's write set uses)."""
+    io = buffer_io(kernel, ops)
+    return {b.value.id for b, use in zip(kernel.buffers, io) if b.writable and use.writable}
 
 
 @dataclass
@@ -232,9 +203,9 @@ class _Emitter:
         self.body_map: dict[int, Loc] = {}
         self.shared_decls: list[tuple[str, Loc | None]] = []
         self.shared_zero: list[tuple[str, Array]] = []
-        ops = _all_ops(kernel)
+        ops = all_ops(kernel)
         self.vector_types = _vector_types(kernel, ops)
-        self.next_id = self._max_id(kernel, ops) + 1
+        self.next_id = max_value_id(kernel, ops) + 1
         self.place: dict[int, str] = {}  # pointer value id -> lvalue (locals, shared arrays)
         self.ptr_space: dict[int, tuple[str, bool]] = {}  # pointer id -> (space, const)
         self.splat: dict[int, str] = {}  # vector id -> the scalar every component equals
@@ -254,15 +225,6 @@ class _Emitter:
         self.loc: Loc | None = None
 
     # -- names and lines ----------------------------------------------------------------------
-    @staticmethod
-    def _max_id(kernel: KernelDefinition, ops: list[Op]) -> int:
-        ids = [b.value.id for b in kernel.buffers]
-        for op in ops:
-            ids += [v.id for v in op.results]
-            for r in op.regions:
-                ids += [a.id for a in r.args]
-        return max(ids, default=-1)
-
     def fresh(self) -> str:
         name = f"v{self.next_id}"
         self.next_id += 1

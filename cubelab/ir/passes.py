@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from cubelab.ir.analysis import max_value_id
 from cubelab.ir.core import Block, KernelDefinition, Op, Value
 from cubelab.ir.printer import print_kernel
 from cubelab.ir.types import U32, Pointer, RuntimeArray
@@ -32,16 +33,7 @@ class _Ids:
     """Fresh value ids for ops a pass inserts (continuing after the kernel's largest id)."""
 
     def __init__(self, kernel: KernelDefinition) -> None:
-        top = -1
-        for b in kernel.buffers:
-            top = max(top, b.value.id)
-        for op in kernel.walk():
-            for v in op.results:
-                top = max(top, v.id)
-            for r in op.regions:
-                for a in r.args:
-                    top = max(top, a.id)
-        self.next = top + 1
+        self.next = max_value_id(kernel) + 1
 
     def value(self, ty) -> Value:  # type: ignore[no-untyped-def]
         v = Value(self.next, ty)

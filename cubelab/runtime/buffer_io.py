@@ -16,62 +16,22 @@ afford. The read set walks the same chain, but a *pure output* (stored, never lo
 read: that is why relaunching into a tainted output is how it gets repaired, while a kernel that
 reads-modifies-writes a tainted buffer (saxpy's `y`) is still skipped.
 
-An op this analysis does not know that touches a buffer pointer counts as read *and* written
-(the conservative answer), so new ops added to the language stay safe before anyone updates
-this file.
+The IR's answer is computed in one place, `cubelab/ir/analysis.py`, from each op's declared
+memory effect; an op with no declared effect fails the compile loudly there rather than counting
+as "not written" here.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
+from cubelab.ir import analysis
+from cubelab.ir.analysis import BufferIO
 from cubelab.ir.core import KernelDefinition
-from cubelab.ir.types import Pointer
 
-
-class BufferIO(NamedTuple):
-    readable: bool
-    writable: bool
-
-
-# metadata only: neither reads nor writes the items
-_NEUTRAL = {"buffer.len", "tensor.rank", "tensor.shape", "tensor.stride", "tensor.len"}
-_LOADS = {"memory.load", "atomic.load"}
-_STORES = {"memory.store", "atomic.store"}
+__all__ = ["BufferIO", "buffer_io"]
 
 
 def buffer_io(definition: KernelDefinition | None) -> tuple[BufferIO, ...] | None:
     """Per buffer (binding order), whether the IR reads and writes it; None when unknown."""
     if definition is None:
         return None
-    origin: dict[int, int] = {}  # value id -> buffer index it points into
-    for b in definition.buffers:
-        origin[b.value.id] = b.index
-    reads = [False] * len(definition.buffers)
-    writes = [False] * len(definition.buffers)
-    for op in definition.walk():
-        touched = [origin[v.id] for v in op.operands if v.id in origin]
-        if not touched:
-            continue
-        name = op.name
-        if name == "memory.index" or (name not in _NEUTRAL and op.results and all(
-                isinstance(r.type, Pointer) for r in op.results) and name not in _LOADS):
-            # a derived pointer: whatever happens to it happens to the buffer
-            for r in op.results:
-                origin[r.id] = touched[0]
-            continue
-        if name in _NEUTRAL:
-            continue
-        if name in _LOADS:
-            for i in touched:
-                reads[i] = True
-        elif name in _STORES:
-            # operands: [pointer, value]; a buffer pointer stored *as a value* cannot happen
-            ptr = op.operands[0]
-            if ptr.id in origin:
-                writes[origin[ptr.id]] = True
-        else:  # atomics and anything unknown: read-modify-write
-            for i in touched:
-                reads[i] = True
-                writes[i] = True
-    return tuple(BufferIO(r, w) for r, w in zip(reads, writes))
+    return analysis.buffer_io(definition)
