@@ -19,7 +19,9 @@ import pytest
 import cubelab.inspect as ci
 from cubelab.compiler.base import CodegenError
 from cubelab.compiler import msl as msl_mod
-from cubelab.compiler.msl import MSL_OPS, compile_msl, msl_or_comment
+from cubelab.compiler.msl import MSL_OPS, compile_msl
+from cubelab.compiler.pipeline import ExecutionMode, compile_definition
+from cubelab.compiler.targets import TARGETS
 from cubelab.ir import (
     BOOL,
     F32,
@@ -586,7 +588,9 @@ def test_an_msl_codegen_error_becomes_a_comment_not_an_exception(monkeypatch):
         raise RuntimeError("no Metal for you\nsecond line")
 
     monkeypatch.setattr(msl_mod, "compile_msl", boom)
-    text = msl_or_comment(definition(saxpy4()))
+    c = compile_definition(definition(saxpy4()), ExecutionMode.Unchecked, run=None,
+                           show=[TARGETS["msl"]])
+    text = c.shown_sources("wgsl")["msl"]
     assert text.startswith("// MSL code generation failed for `saxpy_f_f32_n_4_")
     assert "RuntimeError: no Metal for you" in text and "second line" not in text
 

@@ -33,9 +33,21 @@ class CompiledSource:
 
 
 class Target(Protocol):
+    """A code generator. `shown_only`: its source is rendered beside every compile for reading
+    (MSL) but never run here; a target that fails to render is then a comment, not an error."""
+
     name: str
+    shown_only: bool
 
     def compile(self, kernel: KernelDefinition) -> CompiledSource: ...
+
+
+def failure_comment(target: str, entry: str, exc: BaseException) -> str:
+    """What a shown-only target's text is when it cannot express a kernel: a comment saying
+    why, so the launch of the target that runs goes on."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return (f"// {target.upper()} code generation failed for `{entry}`: "
+            f"{type(exc).__name__}: {first}\n")
 
 
 class CodegenError(Exception):

@@ -685,18 +685,9 @@ def _shared_prologue(e: _Emitter, kernel: KernelDefinition) -> list[str]:
     return out
 
 
-def msl_or_comment(kernel: KernelDefinition) -> str:
-    """MSL for the views, or a comment saying why there is none: a kernel this target cannot
-    express must never fail the WGSL launch it rides along with."""
-    try:
-        return compile_msl(kernel).source
-    except Exception as exc:  # noqa: BLE001 - reported in the text, never raised
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        return f"// MSL code generation failed for `{kernel.entry}`: {type(exc).__name__}: {first}\n"
-
-
 class MslTarget:
     name = "msl"
+    shown_only = True
 
     def compile(self, kernel: KernelDefinition) -> CompiledSource:
         return compile_msl(kernel)

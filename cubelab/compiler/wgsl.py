@@ -333,6 +333,7 @@ def compile_wgsl(kernel: KernelDefinition) -> CompiledSource:
 
 class WgslTarget:
     name = "wgsl"
+    shown_only = False
 
     def compile(self, kernel: KernelDefinition) -> CompiledSource:
         return compile_wgsl(kernel)

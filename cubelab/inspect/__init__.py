@@ -15,14 +15,13 @@ thread, for looking, never for launching.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
-from cubelab.compiler.base import CompiledSource
-from cubelab.compiler.wgsl import compile_wgsl
+from cubelab.compiler import TARGETS, CompiledSource, Target
+from cubelab.compiler.pipeline import Compilation, CompilationOptions, compile_definition
 from cubelab.frontend.kernel import CubeFunction, KernelInstance
 from cubelab.frontend.types import ScalarKind
-from cubelab.ir.passes import CheckedIo, CheckedIoRule, PassManager, PassRecord
-from cubelab.ir.printer import print_kernel
+from cubelab.ir.passes import CheckedIoRule, PassRecord
 from cubelab.runtime.kernel import CubeDim, ExecutionMode, KernelId
 
 __all__ = ["expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
@@ -74,25 +73,18 @@ class Compiled:
 
 
 def compiled(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> Compiled:
-    """Define, run the passes a server would run, and generate WGSL — without a device."""
-    definition = k.define()
-    before = print_kernel(definition)
-    pm = PassManager([CheckedIo(checked_io)] if k.mode is ExecutionMode.Checked else [])
-    records = pm.run(definition, record=True)
-    return Compiled(k.id(), before, records, print_kernel(definition), compile_wgsl(definition),
-                    _msl_source(definition))
+    """Define, then the server's own pipeline (`compiler/pipeline.py`: the same pass selection,
+    the same targets) — without a device. The WGSL is what a launch runs; MSL is None when that
+    target cannot express the kernel (a launch then shows a comment saying why)."""
+    c = _pipeline(k, checked_io, run=TARGETS["wgsl"],
+                  show=[t for name, t in TARGETS.items() if name != "wgsl"])
+    return Compiled(k.id(), c.expanded_ir, c.passes, c.ir, c.sources["wgsl"], c.sources.get("msl"))
 
 
-def _msl_source(definition: Any) -> CompiledSource | None:
-    """MSL for the inspector when the MSL target exists (it is optional for these views)."""
-    try:
-        from cubelab.compiler.msl import compile_msl
-    except ImportError:
-        return None
-    try:
-        return compile_msl(definition)
-    except Exception:  # noqa: BLE001 - a view must not fail because one target did
-        return None
+def _pipeline(k: KernelInstance, checked_io: CheckedIoRule, run: Target,
+              show: Sequence[Target] = ()) -> Compilation:
+    return compile_definition(k.define(), k.mode, CompilationOptions(checked_io), run=run,
+                              show=show)
 
 
 def ir(k: KernelInstance, after_passes: bool = False, checked_io: CheckedIoRule = "fixed") -> str:
@@ -110,11 +102,7 @@ def wgsl(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> str:
 
 def msl(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> str:
     """The generated MSL, in seed 000's shape: shown beside the WGSL, never run here."""
-    from cubelab.compiler.msl import compile_msl
-
-    definition = k.define()
-    PassManager([CheckedIo(checked_io)] if k.mode is ExecutionMode.Checked else []).run(definition)
-    return compile_msl(definition).source
+    return _pipeline(k, checked_io, run=TARGETS["msl"]).sources["msl"].source
 
 
 def diff(a: KernelId, b: KernelId) -> list[str]:

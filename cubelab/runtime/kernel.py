@@ -13,14 +13,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
+from cubelab.compiler.pipeline import ExecutionMode
+
 if TYPE_CHECKING:
     from cubelab.ir.core import KernelDefinition
     from cubelab.runtime.handle import Handle
-
-
-class ExecutionMode(Enum):
-    Checked = "Checked"
-    Unchecked = "Unchecked"
 
 
 class AddressType(Enum):

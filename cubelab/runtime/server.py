@@ -37,7 +37,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cubelab.compiler.base import CompiledSource
-from cubelab.compiler.msl import msl_or_comment
+from cubelab.compiler.pipeline import (
+    CompilationOptions,
+    check_cube_dim,
+    compile_definition,
+)
+from cubelab.compiler.targets import shown_targets
 from cubelab.errors import (
     CaptureError,
     CubeError,
@@ -47,7 +52,6 @@ from cubelab.errors import (
     ResourceError,
 )
 from cubelab.ir.core import KernelDefinition
-from cubelab.ir.passes import CheckedIo, CheckedIoRule, PassManager
 from cubelab.ir.printer import print_kernel
 from cubelab.runtime import events as ev
 from cubelab.runtime.buffer_io import BufferIO, buffer_io
@@ -61,19 +65,8 @@ from cubelab.runtime.execute_scope import (
     fail_buffers,
 )
 from cubelab.runtime.handle import Handle
-from cubelab.runtime.kernel import Bindings, CubeCount, CubeKernel, ExecutionMode, KernelId
+from cubelab.runtime.kernel import Bindings, CubeCount, CubeKernel, KernelId
 from cubelab.runtime.streams import StreamScheduler, Task
-
-
-@dataclass
-class CompilationOptions:
-    """Compiler settings of a server (not part of the KernelId: changing them clears the cache).
-
-    `checked_io`: "fixed" clamps checked indices to len-1 (the documented intent);
-    "cubecl-0.11.3" reproduces the seed's finding that the pass never fires on global buffers.
-    """
-
-    checked_io: CheckedIoRule = "fixed"
 
 
 @dataclass
@@ -269,65 +262,14 @@ class Server:
         self.pipelines.clear()
         self.bus.publish(ev.CacheCleared(reason))
 
-    def passes(self, kernel_id: KernelId) -> PassManager:
-        pm = PassManager()
-        if kernel_id.mode is ExecutionMode.Checked:
-            pm.passes.append(CheckedIo(self.options.checked_io))
-        return pm
-
     def build_pipeline(self, entry: PipelineEntry) -> None:
         """Turn generated source into something dispatchable (per backend)."""
-
-    def extra_targets(self, definition: KernelDefinition) -> dict[str, str]:
-        """Other targets' source for the same definition: MSL, shown but not run. Never raises:
-        a kernel MSL cannot express gets a comment saying why, and its WGSL launch goes on."""
-        return {"msl": msl_or_comment(definition)}
-
-    def check_limits(self, kernel_id: KernelId) -> None:
-        """Refuse, as a compile failure, a kernel the device cannot run (units per cube)."""
-        props = self.properties
-        if props is None:
-            return
-        dim = kernel_id.cube_dim
-        if dim.num_units > props.max_units_per_cube or any(
-                d > m for d, m in zip(dim.as_tuple(), props.max_cube_dim)):
-            raise ResourceError(
-                f"cube dim {dim.as_tuple()} has {dim.num_units} units; the device allows at most "
-                f"{props.max_units_per_cube} units per cube and {props.max_cube_dim} per axis")
-
-    def check_features(self, definition: KernelDefinition) -> None:
-        """Refuse, as a compile failure, a kernel that needs an adapter feature (plane ops need
-        "subgroup") this device does not have."""
-        props = self.properties
-        have = props.features if props is not None else frozenset()
-        missing = sorted(set(getattr(definition, "required_features", ())) - set(have))
-        if missing:
-            raise FeatureError(
-                f"kernel `{definition.name}` uses plane (subgroup) operations, which need the "
-                f"adapter feature(s) {missing}; this device ({self.name}) lacks them. Rewrite "
-                "the reduction with SharedMemory and sync_cube(), or run on an adapter with "
-                "subgroups")
-
-    def check_shared_memory(self, definition: KernelDefinition) -> None:
-        """Refuse a kernel whose shared memory, all declarations together, exceeds a cube's."""
-        limit = getattr(self.properties, "max_shared_memory", None)
-        if limit is None:
-            return
-        total = 0
-        for op in definition.walk():
-            if op.name == "shared.declare":
-                arr: Any = op.result.type.pointee  # type: ignore[union-attr]
-                total += arr.length * arr.item.size
-        if total > limit:
-            raise ResourceError(
-                f"kernel `{definition.name}` declares {total} bytes of shared memory; a cube on "
-                f"this device has {limit}. Use smaller tiles.")
 
     def compile(self, kernel: CubeKernel, kernel_id: KernelId, seq: int) -> "_Compiled":
         self.publish_hit_tallies()  # hits before this compile are told before it
         self.bus.publish(ev.CompileStarted(kernel.name, kernel_id, seq))
         t0 = time.perf_counter()
-        self.check_limits(kernel_id)
+        check_cube_dim(kernel_id.cube_dim.as_tuple(), self.properties)
         try:
             definition = kernel.define()
         except KernelSourceError:
@@ -337,18 +279,18 @@ class Server:
         except Exception as exc:
             tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
             raise ExpansionPanicked(f"expansion of kernel `{kernel.name}` panicked: {tb}") from exc
-        self.check_features(definition)
-        self.check_shared_memory(definition)
         t1 = time.perf_counter()
-        expanded_ir = print_kernel(definition)
-        records = self.passes(kernel_id).run(definition, record=True)
-        t2 = time.perf_counter()
-        compiled = self.target.compile(definition)
-        # MSL is cubelab's codegen too (~0.3 ms for saxpy): timed with WGSL, not as the driver's
-        extra_sources = self.extra_targets(definition)
+        # the one pipeline (compiler/pipeline.py): the inspector's previews run the same
+        run = self.target
+        c = compile_definition(definition, kernel_id.mode, self.options, run=run,
+                               show=shown_targets(run.name), limits=self.properties,
+                               device=self.name, check=True)
+        compiled = c.sources[run.name]
+        expanded_ir, records = c.expanded_ir, c.passes
         t3 = time.perf_counter()
+        t2 = t3 - c.codegen_s  # device checks + printing + passes | codegen of every target
         entry = PipelineEntry(kernel_id, definition.entry, compiled, definition)
-        entry.extra_sources = extra_sources
+        entry.extra_sources = c.shown_sources(run.name)
         entry.io = io = buffer_io(definition)
         if io is not None:
             entry.written_idx = tuple(i for i, b in enumerate(io) if b.writable)

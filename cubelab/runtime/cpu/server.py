@@ -109,6 +109,7 @@ class CpuTarget:
     """The CPU runtime's "codegen": the IR text is the source (the debug log prints it)."""
 
     name = "ir"
+    shown_only = False
 
     def compile(self, kernel: KernelDefinition) -> CompiledSource:
         return CompiledSource("ir", kernel.entry, print_kernel(kernel) + "\n", info_layout(kernel),

@@ -30,7 +30,7 @@ import re
 import threading
 from typing import Any
 
-from cubelab.compiler.wgsl import WgslTarget
+from cubelab.compiler.targets import TARGETS
 from cubelab.errors import CompileError, DeviceError
 from cubelab.runtime import events as ev
 from cubelab.runtime.handle import Handle
@@ -122,7 +122,7 @@ class WgpuServer(Server):
             max_storage_buffers=int(limits["max-storage-buffers-per-shader-stage"]),
         )
         self.queue = self.device.queue
-        self.target = WgslTarget()
+        self.target = TARGETS["wgsl"]
         U = wgpu.BufferUsage
         self._usage = U.STORAGE | U.COPY_SRC | U.COPY_DST | U.INDIRECT
         self.buffers: dict[int, Any] = {}

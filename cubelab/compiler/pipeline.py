@@ -1,0 +1,167 @@
+"""The compile pipeline, written once: defined IR → passes → target(s), after the device checks.
+
+Contract: `compile_definition(definition, mode, options, run=..., show=..., limits=...)` is the
+one path from a `KernelDefinition` fresh from `define()` to generated source. The runtime
+server's compile (`runtime/server.py`) and every inspector view (`inspect.compiled`, `ir`,
+`passes`, `wgsl`, `msl`, the widgets' previews) call it, so what the inspector shows is by
+construction what a launch compiles — `tests/test_inspect_matches_server.py` pins it byte for
+byte for every core and zoo kernel. Its parts, each the one home of its rule:
+
+- `select_passes(mode, options)`: which passes run (CheckedIo, with the server's rule, for
+  `ExecutionMode.Checked`; nothing for Unchecked);
+- `check_cube_dim` / `check_definition`: the device limits a kernel must fit (units per cube,
+  adapter features, shared memory), read from the properties the caller's device reports —
+  the CPU runtime passes its own, not a default;
+- the targets: `run` must succeed (its error is the compile's); each `show`n target that fails
+  is recorded in `Compilation.failures` and rendered as a comment by `shown_sources()`.
+
+`define()` itself stays with the caller: the server times it and turns a panicking expansion into
+the seed's `ExpansionPanicked`; the inspector lets the error through. Nothing here runs a kernel.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol, Sequence
+
+from cubelab.compiler.base import CompiledSource, Target, failure_comment
+from cubelab.errors import FeatureError, ResourceError
+from cubelab.ir.analysis import all_ops
+from cubelab.ir.core import KernelDefinition
+from cubelab.ir.passes import CheckedIo, CheckedIoRule, PassManager, PassRecord
+from cubelab.ir.printer import print_kernel
+
+
+class ExecutionMode(Enum):
+    """`launch` compiles Checked (the CheckedIo pass runs), `launch_unchecked` Unchecked. Part
+    of the KernelId (`runtime/kernel_id.py`), defined here because it selects the passes."""
+
+    Checked = "Checked"
+    Unchecked = "Unchecked"
+
+
+@dataclass
+class CompilationOptions:
+    """Compiler settings of a server (not part of the KernelId: changing them clears the cache).
+
+    `checked_io`: "fixed" clamps checked indices to len-1 (the documented intent);
+    "cubecl-0.11.3" reproduces the seed's finding that the pass never fires on global buffers.
+    """
+
+    checked_io: CheckedIoRule = "fixed"
+
+
+def select_passes(mode: ExecutionMode, options: CompilationOptions) -> PassManager:
+    """The passes a kernel compiled in `mode` goes through (the one pass-selection rule)."""
+    if mode is ExecutionMode.Checked:
+        return PassManager([CheckedIo(options.checked_io)])
+    return PassManager()
+
+
+class Limits(Protocol):
+    """What the checks read from a device's properties (`runtime.properties.DeviceProperties`)."""
+
+    features: frozenset[str]
+    max_units_per_cube: int
+    max_cube_dim: tuple[int, int, int]
+    max_shared_memory: int
+
+
+def check_cube_dim(cube_dim: tuple[int, int, int], limits: Limits | None) -> None:
+    """Refuse a cube the device cannot run (units per cube, per axis). Cheap: runs before
+    `define()`."""
+    if limits is None:
+        return
+    units = cube_dim[0] * cube_dim[1] * cube_dim[2]
+    if units > limits.max_units_per_cube or any(
+            d > m for d, m in zip(cube_dim, limits.max_cube_dim)):
+        raise ResourceError(
+            f"cube dim {cube_dim} has {units} units; the device allows at most "
+            f"{limits.max_units_per_cube} units per cube and {limits.max_cube_dim} per axis")
+
+
+def shared_memory_bytes(definition: KernelDefinition) -> int:
+    """Bytes of cube-shared memory the kernel declares, all declarations together."""
+    total = 0
+    for op in all_ops(definition):
+        if op.name == "shared.declare":
+            arr: Any = op.result.type.pointee  # type: ignore[union-attr]
+            total += arr.length * arr.item.size
+    return total
+
+
+def check_definition(definition: KernelDefinition, limits: Limits | None,
+                     device: str = "this device") -> None:
+    """Refuse a kernel that needs an adapter feature the device lacks (plane ops need
+    "subgroup"), or more shared memory than a cube has."""
+    have = limits.features if limits is not None else frozenset()
+    missing = sorted(set(definition.required_features) - set(have))
+    if missing:
+        raise FeatureError(
+            f"kernel `{definition.name}` uses plane (subgroup) operations, which need the "
+            f"adapter feature(s) {missing}; this device ({device}) lacks them. Rewrite "
+            "the reduction with SharedMemory and sync_cube(), or run on an adapter with "
+            "subgroups")
+    limit = getattr(limits, "max_shared_memory", None)
+    if limit is None:
+        return
+    total = shared_memory_bytes(definition)
+    if total > limit:
+        raise ResourceError(
+            f"kernel `{definition.name}` declares {total} bytes of shared memory; a cube on "
+            f"this device has {limit}. Use smaller tiles.")
+
+
+@dataclass
+class Compilation:
+    """One KernelDefinition through the pipeline. `definition` is the IR after the passes."""
+
+    definition: KernelDefinition
+    expanded_ir: str  # the IR text before any pass
+    passes: list[PassRecord]
+    sources: dict[str, CompiledSource]  # by target name: the run target and the shown ones
+    failures: dict[str, BaseException] = field(default_factory=dict)  # shown targets that failed
+    passes_s: float = 0.0
+    codegen_s: float = 0.0
+
+    @property
+    def ir(self) -> str:
+        """The IR text after the passes (what the targets read)."""
+        return print_kernel(self.definition)
+
+    def shown_sources(self, run: str) -> dict[str, str]:
+        """Every target's text except `run`'s, a failed one as a comment saying why."""
+        out = {name: s.source for name, s in self.sources.items() if name != run}
+        for name, exc in self.failures.items():
+            out[name] = failure_comment(name, self.definition.entry, exc)
+        return out
+
+
+def compile_definition(definition: KernelDefinition, mode: ExecutionMode,
+                       options: CompilationOptions | None = None, *, run: Target | None,
+                       show: Sequence[Target] = (), limits: Limits | None = None,
+                       device: str = "this device", check: bool = False) -> Compilation:
+    """Check, run the passes (recording each one's before/after IR), generate `run`'s source
+    (its error propagates) and each `show`n target's (its error is recorded, never raised).
+
+    `check`: apply `check_definition` against `limits` (the server does; a preview without a
+    device does not)."""
+    if check:
+        check_definition(definition, limits, device)
+    t0 = time.perf_counter()
+    expanded_ir = print_kernel(definition)
+    records = select_passes(mode, options or CompilationOptions()).run(definition, record=True)
+    t1 = time.perf_counter()
+    sources: dict[str, CompiledSource] = {}
+    if run is not None:
+        sources[run.name] = run.compile(definition)
+    failures: dict[str, BaseException] = {}
+    for target in show:
+        try:
+            sources[target.name] = target.compile(definition)
+        except Exception as exc:  # noqa: BLE001 - a shown target never fails the compile
+            failures[target.name] = exc
+    t2 = time.perf_counter()
+    return Compilation(definition, expanded_ir, records, sources, failures, t1 - t0, t2 - t1)
