@@ -6,6 +6,7 @@
     cubelab msl kernels.py::saxpy --types f32 --sizes 4 --cube-dim 4
     cubelab id kernels.py::add --types f32 --comptime false   the KernelId, field by field
     cubelab demo [--device cpu|wgpu]                 seed 000: saxpy, the quiz, the cache, OOB rows
+    cubelab course build [01 03 ...]                 nbgrader source assignments (cubelab/course.py)
 
 Output is highlighted through rich when it is installed (`pip install cubelab[terminal]`) and
 stdout is a terminal (`--color always|never` overrides); otherwise plain text. Nothing here runs
@@ -194,6 +195,9 @@ def parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="seed 000's experiments: saxpy, the quiz, the cache, OOB rows")
     d.add_argument("--device", choices=["cpu", "wgpu"], default=None)
     d.set_defaults(fn=_cmd_demo)
+    from cubelab.course import add_parser as add_course  # `cubelab course build` (teachers)
+
+    add_course(sub)
     return ap
 
 

@@ -1,0 +1,225 @@
+"""`cubelab course build`: the chapter notebooks as nbgrader *source* assignments.
+
+    cubelab course build                  every notebooks/NN_*.ipynb → course/source/<stem>/<stem>.ipynb
+    cubelab course build 03 05            only chapters 03 and 05
+    cubelab course build --points 2       two points per exercise (default 1)
+
+The contract, cell by cell (the exercise-cell convention of docs/exercises.md: an exercise is a
+question, an answer and a check cell, each tagged `{"cubelab": {"exercise": KEY, "role": ...}}`):
+
+- the *answer* cell becomes an nbgrader solution cell: the chapter's template stays on top, and
+  below it a `### BEGIN SOLUTION` … `### END SOLUTION` region holds the solved source from
+  `notebooks/solutions/<stem>.py`. `nbgrader generate_assignment` cuts the region out (the
+  course's `nbgrader_config.py` sets an empty code stub), so the student receives exactly the
+  chapter's template — kernel with its blank, `answer = ...` — and the teacher's source notebook
+  runs the solution (it redefines the template's names, so it must come after the template);
+- the *check* cell becomes a graded, locked autograder test cell worth `points`: it runs
+  `cubelab.exercises.get(KEY).check(answer)` — the real launches, not an answer key — prints the
+  verdict and asserts the status is "correct", with the hint as the assertion's message, so the
+  feedback a student gets names the exercise and says why;
+- every other cell (prose, set-up, experiments, the question) is read-only: nbgrader locks it in
+  the student's copy and `autograde` restores it from the source if a student edited it anyway,
+  so what is graded is the student's answers run through the teacher's chapter.
+
+Grading is deterministic because `course/nbgrader_config.py` sets `CUBELAB_GRADING=1` (a check
+without a client runs on the CPU runtime) and `CUBELAB_DEVICE=cpu` (the chapter's own cells too),
+which every kernel nbgrader starts inherits. The trap: a grade_id is the exercise key with dots
+made dashes, and it must stay stable across rebuilds — renaming a key after students submitted
+orphans their grades in the gradebook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = ["BuildError", "Chapter", "build", "build_chapter", "read_solutions", "add_parser"]
+
+SOLUTION_MARK = re.compile(r"^# %% exercise:\s*(\S+)\s*$")
+CHAPTER_NAME = re.compile(r"^\d\d_.+\.ipynb$")
+ROLES = ("question", "answer", "check")
+
+
+class BuildError(Exception):
+    """The chapters and solutions do not make a course; the message says where and what to do."""
+
+
+@dataclass
+class Chapter:
+    """One built source assignment: where it went and what it grades."""
+
+    name: str
+    path: Path
+    exercises: list[str]
+    points: float
+
+
+def read_solutions(path: Path) -> dict[str, str]:
+    """`# %% exercise: KEY` sections of a solutions file → {KEY: solved answer-cell source}."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = SOLUTION_MARK.match(line)
+        if m:
+            if m.group(1) in sections:
+                raise BuildError(f"{path}: exercise {m.group(1)!r} has two solution sections")
+            current = sections[m.group(1)] = []
+        elif line.startswith("# %%"):
+            current = None  # any other cell marker ends the section
+        elif current is not None:
+            current.append(line)
+    return {key: "\n".join(lines).strip("\n") for key, lines in sections.items()}
+
+
+def _source(cell: dict[str, Any]) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _grade_id(key: str, suffix: str = "") -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", key) + suffix
+
+
+def _nbgrader(cell: dict[str, Any], grade_id: str, *, solution: bool = False, grade: bool = False,
+              locked: bool = False, points: float | None = None) -> None:
+    meta: dict[str, Any] = {"schema_version": 3, "grade_id": grade_id, "solution": solution,
+                            "grade": grade, "locked": locked}
+    if grade:
+        meta["points"] = points
+    cell.setdefault("metadata", {})["nbgrader"] = meta
+
+
+def test_cell_source(key: str) -> str:
+    """The autograder test that replaces an exercise's check cell."""
+    return (f"# Graded (locked): runs your answer for real; when grading, on the CPU runtime.\n"
+            f"import cubelab.exercises\n"
+            f"_verdict = cubelab.exercises.get({key!r}).check(answer)\n"
+            f"print(f\"{key}: {{_verdict.status}} — {{_verdict.message}}\")\n"
+            f"assert _verdict.status == \"correct\", (\n"
+            f"    f\"exercise {key} is {{_verdict.status}}: {{_verdict.hint}}\")")
+
+
+def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
+                  points: float = 1.0) -> Chapter:
+    """Turn one chapter notebook into `out_dir/<stem>/<stem>.ipynb` (an nbgrader source)."""
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    stem = notebook.stem
+    cells: list[dict[str, Any]] = nb.get("cells", [])
+    seen: dict[str, list[str]] = {}
+    exercises: list[str] = []
+    out_cells = []
+    for index, cell in enumerate(cells):
+        cell = copy.deepcopy(cell)
+        tag = cell.get("metadata", {}).get("cubelab", {})
+        key, role = tag.get("exercise"), tag.get("role")
+        where = f"{notebook.name} cell {index + 1}"
+        if key is None:
+            _nbgrader(cell, f"{stem}-cell-{index + 1}", locked=True)
+        elif role not in ROLES:
+            raise BuildError(f"{where}: exercise {key!r} has role {role!r}; "
+                             f"the convention's roles are {', '.join(ROLES)}")
+        else:
+            roles = seen.setdefault(key, [])
+            expected = ROLES[len(roles)] if len(roles) < len(ROLES) else None
+            if role != expected:
+                raise BuildError(f"{where}: exercise {key!r} cell with role {role!r} where the "
+                                 f"convention wants {expected!r} (question, answer, check — three "
+                                 "consecutive cells)")
+            roles.append(role)
+            if role == "question":
+                _nbgrader(cell, _grade_id(key, "-question"), locked=True)
+            elif role == "answer":
+                if cell.get("cell_type") != "code":
+                    raise BuildError(f"{where}: the answer cell of {key!r} must be a code cell")
+                if key not in solutions:
+                    raise BuildError(f"{where}: exercise {key!r} has no solution — add a section "
+                                     f"`# %% exercise: {key}` to notebooks/solutions/{stem}.py")
+                template = _source(cell).rstrip("\n")
+                cell["source"] = (f"{template}\n### BEGIN SOLUTION\n{solutions[key]}\n"
+                                  "### END SOLUTION")
+                _nbgrader(cell, _grade_id(key, "-answer"), solution=True)
+            else:
+                if cell.get("cell_type") != "code":
+                    raise BuildError(f"{where}: the check cell of {key!r} must be a code cell")
+                cell["source"] = test_cell_source(key)
+                _nbgrader(cell, _grade_id(key), grade=True, locked=True, points=points)
+                exercises.append(key)
+            if cell.get("cell_type") == "code":
+                cell["outputs"], cell["execution_count"] = [], None
+        out_cells.append(cell)
+        if (key is not None and index + 1 < len(cells)
+                and len(seen[key]) < len(ROLES)
+                and cells[index + 1].get("metadata", {}).get("cubelab", {}).get("exercise") != key):
+            raise BuildError(f"{where}: exercise {key!r} stops after its {role} cell; the "
+                             "convention is three consecutive cells: question, answer, check")
+    incomplete = [k for k, r in seen.items() if len(r) != len(ROLES)]
+    if incomplete:
+        raise BuildError(f"{notebook.name}: exercise(s) {', '.join(incomplete)} lack a check cell")
+    unused = sorted(set(solutions) - set(seen))
+    if unused:
+        raise BuildError(f"notebooks/solutions/{stem}.py: solution(s) for {', '.join(unused)} "
+                         f"match no exercise in {notebook.name} (a renamed key?)")
+    nb["cells"] = out_cells
+    nb.setdefault("metadata", {}).setdefault(
+        "kernelspec", {"display_name": "Python 3", "language": "python", "name": "python3"})
+    target = out_dir / stem / f"{stem}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return Chapter(stem, target, exercises, points * len(exercises))
+
+
+def chapters(notebooks: Path, only: Sequence[str] = ()) -> list[Path]:
+    """The chapter notebooks (two-digit prefix), optionally only those whose name starts so."""
+    found = sorted(p for p in notebooks.glob("*.ipynb") if CHAPTER_NAME.match(p.name))
+    if only:
+        found = [p for p in found if any(p.name.startswith(o) for o in only)]
+        missing = [o for o in only if not any(p.name.startswith(o) for p in found)]
+        if missing:
+            raise BuildError(f"no chapter in {notebooks} starts with {', '.join(missing)}")
+    return found
+
+
+def build(notebooks: Path, course: Path, only: Sequence[str] = (),
+          points: float = 1.0) -> list[Chapter]:
+    """Write every chapter's source assignment under `course/source/`."""
+    if not notebooks.is_dir():
+        raise BuildError(f"no notebooks folder at {notebooks} (run from the repository root, or "
+                         "pass --notebooks)")
+    built = []
+    for nb in chapters(notebooks, only):
+        sol_file = notebooks / "solutions" / f"{nb.stem}.py"
+        solutions = read_solutions(sol_file) if sol_file.is_file() else {}
+        built.append(build_chapter(nb, solutions, course / "source", points))
+    return built
+
+
+def add_parser(sub: Any) -> None:
+    """Register `cubelab course build` on the CLI's sub-command parsers."""
+    course = sub.add_parser("course", help="nbgrader assignments from the chapters (teachers)")
+    csub = course.add_subparsers(dest="course_command", required=True)
+    b = csub.add_parser("build", help="write nbgrader source assignments into course/source/")
+    b.add_argument("chapters", nargs="*", help="chapter prefixes, e.g. 01 03 (default: all)")
+    b.add_argument("--notebooks", type=Path, default=Path("notebooks"),
+                   help="the chapters' folder (default: notebooks)")
+    b.add_argument("--course", type=Path, default=Path("course"),
+                   help="the nbgrader course folder (default: course)")
+    b.add_argument("--points", type=float, default=1.0, help="points per exercise (default 1)")
+    b.set_defaults(fn=_cmd_build)
+
+
+def _cmd_build(args: argparse.Namespace, out: Any) -> None:
+    try:
+        built = build(args.notebooks, args.course, args.chapters, args.points)
+    except BuildError as exc:
+        raise SystemExit(f"cubelab course build: {exc}") from None
+    for ch in built:
+        out(f"{ch.path}: {len(ch.exercises)} graded exercise(s), {ch.points:g} point(s)")
+    if not (args.course / "nbgrader_config.py").is_file():
+        out(f"note: {args.course}/nbgrader_config.py is missing; copy the repository's "
+            "course/nbgrader_config.py there (it sets the empty code stub and CPU grading)")
+    out(f"next: cd {args.course} && nbgrader generate_assignment <chapter>")

@@ -1,0 +1,183 @@
+"""`cubelab course build` and the nbgrader round trip it must survive unchanged.
+
+The round trip runs the real nbgrader commands (generate_assignment, autograde, generate_feedback)
+on a one-chapter course built from `tests/course_fixture/` — a chapter shaped exactly by the
+exercise-cell convention, small enough that grading three students takes seconds — and reads the
+grades back from nbgrader's gradebook. `test_the_real_chapters_build` builds the course's own
+chapters.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from html import unescape
+from pathlib import Path
+
+import pytest
+
+from cubelab.cli import main
+from cubelab.course import BuildError, build, build_chapter, read_solutions
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "tests" / "course_fixture"
+CHAPTER = "01_fixture"
+KEYS = ("fixture.how_many_compiles", "fixture.double")
+
+
+def _nbgrader(course: Path, *args: str) -> str:
+    env = dict(os.environ)
+    # nbgrader runs `alembic` by name; the kernels it starts must import cubelab and the fixture.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(FIXTURE), env.get("PYTHONPATH", "")])
+    for var in ("CUBELAB_GRADING", "CUBELAB_DEVICE"):  # the course's config must set these
+        env.pop(var, None)
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout + proc.stderr
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def _role(cell: dict) -> tuple[str | None, str | None]:
+    tag = cell["metadata"].get("cubelab", {})
+    return tag.get("exercise"), tag.get("role")
+
+
+def _src(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Build, release, submit three students (and one tampering), autograde, feedback."""
+    course = tmp_path_factory.mktemp("course")
+    shutil.copy(ROOT / "course" / "nbgrader_config.py", course)
+    assert main(["course", "build", "--notebooks", str(FIXTURE / "notebooks"),
+                 "--course", str(course)]) == 0
+    _nbgrader(course, "generate_assignment", CHAPTER)
+    release = course / "release" / CHAPTER / f"{CHAPTER}.ipynb"
+    solutions = read_solutions(FIXTURE / "notebooks" / "solutions" / f"{CHAPTER}.py")
+
+    def submit(student: str, answers: dict[str, str], tamper: str | None = None) -> None:
+        nb = json.loads(release.read_text())
+        for cell in nb["cells"]:
+            key, role = _role(cell)
+            if role == "answer" and key in answers:
+                cell["source"] = answers[key]
+            if role == "check" and key == tamper:  # a student "fixes" the test to pass
+                cell["source"] = 'print("correct")'
+        target = course / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb"
+        target.parent.mkdir(parents=True)
+        target.write_text(json.dumps(nb))
+
+    submit("all_correct", solutions)
+    submit("blank", {})
+    submit("one_wrong", {**solutions, KEYS[0]: "answer = 4"}, tamper=KEYS[0])
+    log = _nbgrader(course, "autograde", CHAPTER)
+    _nbgrader(course, "generate_feedback", CHAPTER)
+
+    from nbgrader.api import Gradebook
+
+    scores = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        for student in ("all_correct", "blank", "one_wrong"):
+            sub = gb.find_submission(CHAPTER, student)
+            scores[student] = {g.name: g.score for g in sub.notebooks[0].grades}
+            scores[student]["total"] = (sub.score, sub.max_score)
+    return {"course": course, "release": release, "log": log, "scores": scores}
+
+
+def test_build_keeps_the_template_above_a_solution_region(tmp_path: Path) -> None:
+    notebooks = FIXTURE / "notebooks"
+    solutions = read_solutions(notebooks / "solutions" / f"{CHAPTER}.py")
+    chapter = build_chapter(notebooks / f"{CHAPTER}.ipynb", solutions, tmp_path)
+    assert chapter.exercises == list(KEYS) and chapter.points == 2
+    original = {(_role(c)): _src(c) for c in _cells(notebooks / f"{CHAPTER}.ipynb")}
+    for cell in _cells(chapter.path):
+        key, role = _role(cell)
+        grading = cell["metadata"]["nbgrader"]
+        if role == "answer":
+            template, region = _src(cell).split("\n### BEGIN SOLUTION\n")
+            assert template == original[key, role]
+            assert region == solutions[key] + "\n### END SOLUTION"
+            assert grading["solution"] and not grading["locked"] and not grading["grade"]
+        elif role == "check":
+            assert f"cubelab.exercises.get({key!r}).check(answer)" in _src(cell)
+            assert grading["grade"] and grading["locked"] and grading["points"] == 1
+        else:
+            assert grading["locked"] and not grading["grade"] and not grading["solution"]
+
+
+def test_build_refuses_an_exercise_without_a_solution(tmp_path: Path) -> None:
+    notebooks = FIXTURE / "notebooks"
+    solutions = read_solutions(notebooks / "solutions" / f"{CHAPTER}.py")
+    del solutions[KEYS[1]]
+    with pytest.raises(BuildError, match=r"fixture.double.*# %% exercise: fixture.double"):
+        build_chapter(notebooks / f"{CHAPTER}.ipynb", solutions, tmp_path)
+
+
+def test_build_refuses_cells_out_of_the_conventions_order(tmp_path: Path) -> None:
+    nb = json.loads((FIXTURE / "notebooks" / f"{CHAPTER}.ipynb").read_text())
+    answer = next(i for i, c in enumerate(nb["cells"]) if _role(c)[1] == "answer")
+    nb["cells"][answer], nb["cells"][answer + 1] = nb["cells"][answer + 1], nb["cells"][answer]
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / f"{CHAPTER}.ipynb").write_text(json.dumps(nb))
+    with pytest.raises(BuildError, match=r"role 'check' where the convention wants 'answer'"):
+        build(tmp_path / "notebooks", tmp_path / "course")
+
+
+def test_the_released_assignment_is_the_chapter_with_graded_cells_locked(graded: dict) -> None:
+    chapter = {(_role(c)): c for c in _cells(FIXTURE / "notebooks" / f"{CHAPTER}.ipynb")}
+    for cell in _cells(graded["release"]):
+        key, role = _role(cell)
+        assert "BEGIN SOLUTION" not in _src(cell) and "answer = 3" not in _src(cell)
+        if role == "answer":  # the student gets the chapter's template back, blank answer and all
+            assert _src(cell).rstrip("\n") == _src(chapter[key, role])
+            assert cell["metadata"].get("editable", True)
+        else:
+            assert cell["metadata"]["editable"] is False
+            assert cell["metadata"]["deletable"] is False
+
+
+def test_autograde_gives_full_points_to_correct_answers(graded: dict) -> None:
+    assert graded["scores"]["all_correct"]["total"] == (2.0, 2.0)
+
+
+def test_autograde_gives_zero_to_a_blank_submission(graded: dict) -> None:
+    assert graded["scores"]["blank"]["total"] == (0.0, 2.0)
+
+
+def test_one_wrong_answer_loses_that_exercise_only(graded: dict) -> None:
+    scores = graded["scores"]["one_wrong"]
+    assert scores["fixture-how_many_compiles"] == 0.0
+    assert scores["fixture-double"] == 1.0
+
+
+def test_autograde_restores_a_locked_cell_the_student_edited(graded: dict) -> None:
+    assert re.search(r"checksum' for cell fixture-how_many_compiles has changed", graded["log"])
+    graded_nb = graded["course"] / "autograded" / "one_wrong" / CHAPTER / f"{CHAPTER}.ipynb"
+    test = next(c for c in _cells(graded_nb) if _role(c) == (KEYS[0], "check"))
+    assert "check(answer)" in _src(test) and 'print("correct")' not in _src(test)
+
+
+def test_feedback_names_the_failed_exercise_and_its_hint(graded: dict) -> None:
+    page = graded["course"] / "feedback" / "one_wrong" / CHAPTER / f"{CHAPTER}.html"
+    text = unescape(re.sub(r"<[^>]+>", "", page.read_text()))
+    assert "exercise fixture.how_many_compiles is wrong: the execution mode and a Comptime" in text
+    assert "you said 4, the runtime compiled 3" in text
+
+
+def test_grading_runs_every_cell_on_the_cpu_runtime(graded: dict) -> None:
+    graded_nb = graded["course"] / "autograded" / "all_correct" / CHAPTER / f"{CHAPTER}.ipynb"
+    printed = "".join("".join(o.get("text", "")) for c in _cells(graded_nb)
+                      for o in c.get("outputs", []))
+    assert "running on cpu<numpy>" in printed
