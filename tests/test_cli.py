@@ -27,6 +27,14 @@ def test_python_dash_m_cubelab_expands_a_kernel_from_a_file():
 
 
 def test_the_console_script_is_installed_next_to_python():
+    from importlib import metadata
+
+    try:
+        metadata.distribution("cubelab")
+    except metadata.PackageNotFoundError:
+        # e.g. the GPU machine's run (scripts/gpu_check.sh): cubelab is on PYTHONPATH, not
+        # installed, so there is no console script to find — say so rather than fail.
+        pytest.skip("cubelab is imported from PYTHONPATH, not installed: no console script")
     script = Path(sys.executable).parent / "cubelab"
     assert script.exists() or shutil.which("cubelab"), "pip install -e . installs `cubelab`"
 
