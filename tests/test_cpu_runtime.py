@@ -107,6 +107,34 @@ def test_device_default_falls_back_to_the_cpu_runtime_without_an_adapter(monkeyp
             device_mod._devices["wgpu"] = saved
 
 
+def test_cubelab_device_picks_the_named_runtime(monkeypatch):
+    for kind in ("cpu", "wgpu"):
+        monkeypatch.setenv("CUBELAB_DEVICE", kind)
+        try:
+            assert Device.default().kind == kind
+        except DeviceError as exc:  # no adapter here: then the error must say so, not fall back
+            assert kind == "wgpu" and "CUBELAB_DEVICE=wgpu" in str(exc)
+
+
+def test_cubelab_device_naming_an_unavailable_runtime_raises_instead_of_falling_back(monkeypatch):
+    def no_adapter(bus):  # type: ignore[no-untyped-def]
+        raise DeviceError("no wgpu adapter (simulated)")
+
+    monkeypatch.setenv("CUBELAB_DEVICE", "wgpu")
+    monkeypatch.setitem(device_mod._server_factories, "wgpu", no_adapter)
+    saved = device_mod._devices.pop("wgpu", None)
+    try:
+        with pytest.raises(DeviceError, match="CUBELAB_DEVICE=wgpu but that runtime is "
+                                              "unavailable.*no wgpu adapter"):
+            Device.default()
+        monkeypatch.setenv("CUBELAB_DEVICE", "cuda")
+        with pytest.raises(DeviceError, match="CUBELAB_DEVICE='cuda' names no runtime"):
+            Device.default()
+    finally:
+        if saved is not None:
+            device_mod._devices["wgpu"] = saved
+
+
 def test_a_runaway_loop_is_stopped_with_a_clear_error(cpu_client):
     from cubelab.runtime.cpu import KernelRuntimeError
     from cpu_kernels import spin

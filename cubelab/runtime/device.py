@@ -1,7 +1,8 @@
 """Devices: one runner thread and one server each, created on first use.
 
-`Device.default()` picks wgpu when an adapter exists (lavapipe counts) and otherwise the CPU
-runtime, saying so once. `Device.wgpu()` / `Device.cpu()` choose explicitly. A device is a
+`Device.default()` picks the runtime named by `CUBELAB_DEVICE=cpu|wgpu` (an error if it is
+unavailable: no silent fallback when one is named), else wgpu when an adapter exists (lavapipe
+counts) and otherwise the CPU runtime, saying so once. `Device.wgpu()` / `Device.cpu()` choose explicitly. A device is a
 process-wide singleton per kind, so every `client()` of it shares one pipeline cache, one
 failure ledger and one event bus. No adapter is requested until a device is asked for.
 """
@@ -122,10 +123,26 @@ class Device:
 
     @staticmethod
     def default() -> "Device":
-        """wgpu if an adapter exists, else the CPU runtime (said once, as a warning)."""
+        """The runtime named by `CUBELAB_DEVICE` (`cpu` or `wgpu`) when it is set; otherwise wgpu
+        if an adapter exists, else the CPU runtime (said once, as a warning).
+
+        A named runtime is never swapped for another: if `CUBELAB_DEVICE=wgpu` and no adapter
+        exists, this raises — a notebook run "on wgpu" that silently ran on numpy would prove
+        nothing about wgpu. Notebooks call this and never name a runtime themselves, so the
+        same chapter runs on both (the notebook tests set the variable)."""
         forced = os.environ.get("CUBELAB_DEVICE", "").strip().lower()
         if forced:
-            return Device._get(forced)
+            if forced not in _server_factories:
+                raise DeviceError(f"CUBELAB_DEVICE={forced!r} names no runtime; use one of "
+                                  f"{sorted(_server_factories)} (or unset it to let cubelab "
+                                  "choose)")
+            try:
+                return Device._get(forced)
+            except DeviceError as exc:
+                raise DeviceError(f"CUBELAB_DEVICE={forced} but that runtime is unavailable: "
+                                  f"{exc}. Unset CUBELAB_DEVICE (or set it to another runtime) "
+                                  "to run elsewhere; cubelab does not fall back when a runtime "
+                                  "is named.") from None
         try:
             return Device.wgpu()
         except DeviceError as exc:
