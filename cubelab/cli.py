@@ -168,8 +168,8 @@ def _kernel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--comptime", default="", help="Comptime argument values, e.g. true")
     p.add_argument("--cube-dim", type=int, default=1, help="units per cube (x)")
     p.add_argument("--unchecked", action="store_true", help="as launch_unchecked")
-    p.add_argument("--checked-io", default="fixed", choices=["fixed", "cubecl-0.11.3"],
-                   help="the CheckedIo matching rule")
+    p.add_argument("--checked-io", default="cubecl-0.11.3", choices=["cubecl-0.11.3", "fixed"],
+                   help="the CheckedIo matching rule (default: the seed's 0.11.3 rule)")
 
 
 def parser() -> argparse.ArgumentParser:

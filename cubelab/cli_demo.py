@@ -14,6 +14,7 @@ import numpy as np
 
 def _oob_rows(client: Any) -> list[tuple[str, str, str]]:
     from cubelab.exercises.seed000 import add
+    from cubelab.ir.passes import DEFAULT_CHECKED_IO
     from cubelab.prelude import BufferArg, CubeCount, CubeDim, f32
 
     x = np.arange(1, 7, dtype=np.float32)
@@ -31,7 +32,7 @@ def _oob_rows(client: Any) -> list[tuple[str, str, str]]:
             vals = f32.from_bytes(client.read_one(out)).tolist()
             rows.append((rule, f"checked={str(checked).lower()}",
                          "[" + ", ".join(f"{v:g}" for v in vals) + "]"))
-    client.set_compilation_options(checked_io="fixed")
+    client.set_compilation_options(checked_io=DEFAULT_CHECKED_IO)
     return rows
 
 

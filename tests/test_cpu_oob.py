@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from cubelab import BufferArg, BufferFailure, CubeCount, CubeDim
+from cubelab.ir.passes import DEFAULT_CHECKED_IO
 from cubelab.prelude import f32
 from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import OutOfBoundsWrite, oob_mode, set_oob_mode
@@ -74,19 +75,20 @@ def test_oob_mode_per_client_applies_until_changed(cpu_client):
 def test_a_negative_index_is_out_of_bounds_never_wrapped_to_the_end(cpu_client):
     x = cpu_client.create_from_slice(f32.as_bytes(np.array([1, 2, 3, 4], dtype=np.float32)))
     out = cpu_client.empty(16)
-    with oob_mode(cpu_client, "report") as result:
-        off_by_one.launch(cpu_client, CubeCount.Static(1), CubeDim.new_1d(4),
-                          BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(out, 4))
-    # `launch` clamps with CheckedIo: 0 - 1 wraps to 4294967295, clamped to len - 1 = 3 ...
-    np.testing.assert_array_equal(f32.from_bytes(cpu_client.read_one(out)), [4, 1, 2, 3])
-    assert result.oob == []
-    cpu_client.set_compilation_options(checked_io="cubecl-0.11.3")
-    try:  # ... and with the pass not firing, unit 0's index is out of bounds, not x[-1]
+    cpu_client.set_compilation_options(checked_io="fixed")
+    try:
         with oob_mode(cpu_client, "report") as result:
             off_by_one.launch(cpu_client, CubeCount.Static(1), CubeDim.new_1d(4),
                               BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(out, 4))
     finally:
-        cpu_client.set_compilation_options(checked_io="fixed")
+        cpu_client.set_compilation_options(checked_io=DEFAULT_CHECKED_IO)
+    # the fixed CheckedIo clamps: 0 - 1 wraps to 4294967295, clamped to len - 1 = 3 ...
+    np.testing.assert_array_equal(f32.from_bytes(cpu_client.read_one(out)), [4, 1, 2, 3])
+    assert result.oob == []
+    # ... and by default (the pass not firing), unit 0's index is out of bounds, not x[-1]
+    with oob_mode(cpu_client, "report") as result:
+        off_by_one.launch(cpu_client, CubeCount.Static(1), CubeDim.new_1d(4),
+                          BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(out, 4))
     np.testing.assert_array_equal(f32.from_bytes(cpu_client.read_one(out)), [0, 1, 2, 3])
     (a,) = result.oob
     assert (a.buffer, a.index, a.absolute, a.length) == ("x", 2**32 - 1, 0, 4)
@@ -110,19 +112,16 @@ def test_a_reported_oob_write_is_a_failure_on_that_buffer(cpu_client):
 
 
 def test_the_seeds_checked_launch_under_the_0_11_3_rule_reports_the_same_four_reads(cpu_client):
-    """Seed 000's exact setup: `launch` (Checked) with CubeCL 0.11.3's CheckedIo, which never
-    fires on global buffers — so the report names the accesses the pass should have clamped."""
+    """Seed 000's exact setup: `launch` (Checked) with CubeCL 0.11.3's CheckedIo — cubelab's
+    default — which never fires on global buffers, so the report names the accesses the pass
+    should have clamped."""
     xh = cpu_client.create_from_slice(f32.as_bytes(X))
     yh = cpu_client.create_from_slice(f32.as_bytes(Y))
     out = cpu_client.create_from_slice(f32.as_bytes(np.zeros(8, dtype=np.float32)))
-    cpu_client.set_compilation_options(checked_io="cubecl-0.11.3")
-    try:
-        with oob_mode(cpu_client, "report") as result:
-            add.launch[f32](cpu_client, CubeCount.Static(1), CubeDim.new_1d(8),
-                            BufferArg.from_raw_parts(xh, 6), BufferArg.from_raw_parts(yh, 6),
-                            BufferArg.from_raw_parts(out, 8), False)
-    finally:
-        cpu_client.set_compilation_options(checked_io="fixed")
+    with oob_mode(cpu_client, "report") as result:
+        add.launch[f32](cpu_client, CubeCount.Static(1), CubeDim.new_1d(8),
+                        BufferArg.from_raw_parts(xh, 6), BufferArg.from_raw_parts(yh, 6),
+                        BufferArg.from_raw_parts(out, 8), False)
     np.testing.assert_array_equal(f32.from_bytes(cpu_client.read_one(out)),
                                   [11, 22, 33, 44, 55, 66, 0, 0])
     assert sorted((a.buffer, a.index) for a in result.oob) == [("x", 6), ("x", 7), ("y", 6),

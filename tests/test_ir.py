@@ -78,7 +78,7 @@ def test_the_0_11_3_rule_never_matches_a_global_buffer_only_a_bare_runtime_array
 
 def test_pass_manager_records_ir_before_and_after():
     k = tiny_kernel()
-    (rec,) = PassManager([CheckedIo()]).run(k, record=True)
+    (rec,) = PassManager([CheckedIo("fixed")]).run(k, record=True)
     assert rec.name == "checked-io" and rec.changed
     assert "arith.min" not in rec.before and "arith.min" in rec.after
 
@@ -94,7 +94,7 @@ def test_info_layout_groups_scalars_by_type_then_static_meta():
 
 def test_wgsl_has_bindings_info_block_entry_and_a_line_map():
     k = tiny_kernel()
-    CheckedIo().run(k)
+    CheckedIo("fixed").run(k)
     out = compile_wgsl(k)
     src = out.source
     assert "@group(0) @binding(0) var<storage, read> v0: array<f32>; // x" in src

@@ -580,7 +580,7 @@ def test_inspect_msl_and_compiled_carry_the_msl():
     text = ci.msl(saxpy4())
     assert "struct alignas(16) float_4" in text
     assert ci.compiled(saxpy4()).msl == text
-    assert ci.msl(add_k(False), checked_io="cubecl-0.11.3") != ci.msl(add_k(False))
+    assert ci.msl(add_k(False), checked_io="fixed") != ci.msl(add_k(False))
 
 
 def test_an_msl_codegen_error_becomes_a_comment_not_an_exception(monkeypatch):

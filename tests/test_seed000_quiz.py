@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from cubelab import BufferArg, CubeCount, CubeDim
+from cubelab.ir.passes import DEFAULT_CHECKED_IO, CheckedIo
 from cubelab.prelude import f32
+from cubelab.compiler.pipeline import CompilationOptions
 from cubelab.runtime import events as ev
 from kernels import add
 
@@ -50,14 +52,18 @@ OOB_Y = np.arange(10, 70, 10, dtype=np.float32)
 
 
 @pytest.fixture
-def cubecl_0_11_3(client):
-    client.set_compilation_options(checked_io="cubecl-0.11.3")
-    yield client
+def fixed_checked_io(client):
     client.set_compilation_options(checked_io="fixed")
+    yield client
+    client.set_compilation_options(checked_io=DEFAULT_CHECKED_IO)
 
 
-def test_oob_with_the_0_11_3_rule_reads_zero_in_both_modes(cubecl_0_11_3):
-    client = cubecl_0_11_3
+def test_the_seeds_0_11_3_rule_is_the_default_checked_io():
+    assert DEFAULT_CHECKED_IO == "cubecl-0.11.3"
+    assert CompilationOptions().checked_io == CheckedIo().rule == DEFAULT_CHECKED_IO
+
+
+def test_oob_with_default_settings_reads_zero_in_both_modes_as_the_seed_prints(client):
     with client.events.record(ev.CompileFinished) as rec:
         checked = run_add(client, True, False, OOB_X, OOB_Y, out_len=8)
         unchecked = run_add(client, False, False, OOB_X, OOB_Y, out_len=8)
@@ -68,8 +74,8 @@ def test_oob_with_the_0_11_3_rule_reads_zero_in_both_modes(cubecl_0_11_3):
         assert "arith.min" not in c.ir
 
 
-def test_oob_with_the_fixed_checked_io_clamps_to_len_minus_one(client):
-    client.set_compilation_options(checked_io="fixed")
+def test_oob_with_the_fixed_checked_io_clamps_to_len_minus_one(fixed_checked_io):
+    client = fixed_checked_io
     with client.events.record(ev.CompileFinished) as rec:
         checked = run_add(client, True, False, OOB_X, OOB_Y, out_len=8)
         unchecked = run_add(client, False, False, OOB_X, OOB_Y, out_len=8)

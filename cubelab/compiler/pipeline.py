@@ -30,7 +30,7 @@ from cubelab.compiler.base import CompiledSource, Target, failure_comment
 from cubelab.errors import FeatureError, ResourceError
 from cubelab.ir.analysis import all_ops
 from cubelab.ir.core import KernelDefinition
-from cubelab.ir.passes import CheckedIo, CheckedIoRule, PassManager, PassRecord
+from cubelab.ir.passes import DEFAULT_CHECKED_IO, CheckedIo, CheckedIoRule, PassManager, PassRecord
 from cubelab.ir.printer import print_kernel
 
 
@@ -46,11 +46,12 @@ class ExecutionMode(Enum):
 class CompilationOptions:
     """Compiler settings of a server (not part of the KernelId: changing them clears the cache).
 
-    `checked_io`: "fixed" clamps checked indices to len-1 (the documented intent);
-    "cubecl-0.11.3" reproduces the seed's finding that the pass never fires on global buffers.
+    `checked_io`: "cubecl-0.11.3" (the default, DESIGN §7) reproduces the seed's finding that
+    the pass never fires on global buffers; "fixed" clamps checked indices to len-1 (the
+    documented intent), the named alternative.
     """
 
-    checked_io: CheckedIoRule = "fixed"
+    checked_io: CheckedIoRule = DEFAULT_CHECKED_IO
 
 
 def select_passes(mode: ExecutionMode, options: CompilationOptions) -> PassManager:

@@ -21,7 +21,7 @@ from cubelab.compiler import TARGETS, CompiledSource, Target
 from cubelab.compiler.pipeline import Compilation, CompilationOptions, compile_definition
 from cubelab.frontend.kernel import CubeFunction, KernelInstance
 from cubelab.frontend.types import ScalarKind
-from cubelab.ir.passes import CheckedIoRule, PassRecord
+from cubelab.ir.passes import DEFAULT_CHECKED_IO, CheckedIoRule, PassRecord
 from cubelab.runtime.kernel import CubeDim, ExecutionMode, KernelId
 
 __all__ = ["expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
@@ -72,7 +72,7 @@ class Compiled:
         return self.msl_compiled.source if self.msl_compiled is not None else None
 
 
-def compiled(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> Compiled:
+def compiled(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> Compiled:
     """Define, then the server's own pipeline (`compiler/pipeline.py`: the same pass selection,
     the same targets) — without a device. The WGSL is what a launch runs; MSL is None when that
     target cannot express the kernel (a launch then shows a comment saying why)."""
@@ -87,20 +87,21 @@ def _pipeline(k: KernelInstance, checked_io: CheckedIoRule, run: Target,
                               show=show)
 
 
-def ir(k: KernelInstance, after_passes: bool = False, checked_io: CheckedIoRule = "fixed") -> str:
+def ir(k: KernelInstance, after_passes: bool = False,
+       checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> str:
     c = compiled(k, checked_io)
     return c.ir if after_passes else c.expanded_ir
 
 
-def passes(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> list[PassRecord]:
+def passes(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> list[PassRecord]:
     return compiled(k, checked_io).passes
 
 
-def wgsl(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> str:
+def wgsl(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> str:
     return compiled(k, checked_io).wgsl.source
 
 
-def msl(k: KernelInstance, checked_io: CheckedIoRule = "fixed") -> str:
+def msl(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> str:
     """The generated MSL, in seed 000's shape: shown beside the WGSL, never run here."""
     return _pipeline(k, checked_io, run=TARGETS["msl"]).sources["msl"].source
 

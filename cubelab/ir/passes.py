@@ -5,8 +5,9 @@ gets its index clamped to `len - 1`, the documented intent of CubeCL's `checked_
 
 Seed 000 found that in CubeCL 0.11.3 the pass never fires on global buffers: it matches index ops
 whose base *is* a runtime array, while a global buffer's value is a *pointer to* a runtime array.
-`CheckedIo(rule="cubecl-0.11.3")` keeps that matching rule, so a notebook can reproduce the
-seed's out-of-bounds rows and then show what the fixed rule changes. The manager keeps a snapshot
+`CheckedIo(rule="cubecl-0.11.3")` keeps that matching rule and is the default (DESIGN §7), so
+the seed's out-of-bounds rows come out as printed; `rule="fixed"` is the documented intent, the
+named alternative a notebook switches to in order to show what clamping changes. The manager keeps a snapshot
 of the IR text after every pass for the inspector's "Passes" view.
 """
 
@@ -21,6 +22,12 @@ from cubelab.ir.printer import print_kernel
 from cubelab.ir.types import U32, Pointer, RuntimeArray
 
 CheckedIoRule = Literal["fixed", "cubecl-0.11.3"]
+
+# The seed's rule is the default (DESIGN §7, "seed defaults"): a student who types seed 000's
+# out-of-bounds experiment gets the seed's rows, and `launch` teaches "write your own guard" as
+# 0.11.3 does. The clamp CubeCL intends is the named alternative,
+# `client.set_compilation_options(checked_io="fixed")`, which the bounds chapter contrasts.
+DEFAULT_CHECKED_IO: CheckedIoRule = "cubecl-0.11.3"
 
 
 class Pass(Protocol):
@@ -43,7 +50,7 @@ class _Ids:
 
 @dataclass
 class CheckedIo:
-    rule: CheckedIoRule = "fixed"
+    rule: CheckedIoRule = DEFAULT_CHECKED_IO
     name: str = "checked-io"
     rewritten: int = 0
 

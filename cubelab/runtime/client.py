@@ -156,7 +156,8 @@ class Client:
         self._runner.call(self._server.device_sync, self.stream_id())
 
     def set_compilation_options(self, **options: Any) -> None:
-        """Change compiler settings (e.g. `checked_io="cubecl-0.11.3"`); clears the cache."""
+        """Change compiler settings (e.g. `checked_io="fixed"`, the clamping rule, instead of the
+        seed's default "cubecl-0.11.3"); clears the cache."""
         self._runner.call(lambda: self._server.set_options(**options))
 
     def clear_cache(self) -> None:
