@@ -9,7 +9,12 @@ into `cubelab.frontend.ops` (`__cl`) with the scope first and the source positio
         __cl.method(__s, Vector, 'new', [...], at=(7, 26)), ...), at=(7, 4))
 
 A runtime `if` becomes two local functions handed to `__cl.if_` (CubeCL's `if_expand` and its
-closures); a `for` body becomes a function of the loop index handed to `__cl.for_range`. Names
+closures). An `if` whose condition is known at expansion — built only from `Comptime[...]`
+parameters, `comptime(...)` locals, `comptime(...)` calls and literals — stays a plain Python
+`if` in `expand`, as CubeCL's macro leaves `if relu { .. }` a Rust `if`: seed 000's contrast,
+visible in `inspect.expanded`. (One trap: such an `if` whose branches `return`/`break` still goes
+through `__cl.if_`, which knows how to end the rest of the block; `__cl.if_` also decides a
+comptime condition in Python, so only the spelling differs, never the IR.) A `for` body becomes a function of the loop index handed to `__cl.for_range`. Names
 assigned inside those bodies are `nonlocal`, pre-bound to `UNBOUND` at the top of `expand`.
 
 Everything outside the kernel language is refused here, at decoration time, with the line and a
@@ -147,6 +152,14 @@ def _is_comptime_call(v: ast.expr) -> bool:
     return isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "comptime"
 
 
+def _is_comptime_annotation(a: ast.expr | None) -> bool:
+    """`Comptime[...]` (or `cl.Comptime[...]`) in a parameter's annotation."""
+    if isinstance(a, ast.Subscript):
+        a = a.value
+    return (isinstance(a, ast.Name) and a.id == "Comptime") or \
+        (isinstance(a, ast.Attribute) and a.attr == "Comptime")
+
+
 def _may_exit(node: ast.AST, in_loop: bool = False) -> bool:
     """Whether a statement may leave the rest of its block: it holds a `return`, or a
     `break`/`continue` that belongs to an enclosing loop (not to a loop inside it)."""
@@ -184,6 +197,9 @@ class _Rewriter(ast.NodeTransformer):
         self.body_stack: list[set[str]] = []
         self.loop_depth = 0
         self.runtime_assigned: set[str] = set()
+        # names whose value is a Python value during expansion (Comptime parameters never
+        # re-assigned, locals only ever assigned `comptime(...)` at the top level)
+        self.comptime_names: set[str] = set()
 
     # -- helpers ------------------------------------------------------------------------------
     def refuse(self, node: ast.AST, message: str, hint: str = "") -> KernelSourceError:
@@ -335,7 +351,38 @@ class _Rewriter(ast.NodeTransformer):
                                                      ast.Constant(op), value], node))
         raise self.refuse(t, "this assignment target is not allowed in a kernel")
 
+    def _known_at_expansion(self, e: ast.expr) -> bool:
+        if isinstance(e, ast.Constant):
+            return True
+        if isinstance(e, ast.Name):
+            return e.id in self.comptime_names
+        if _is_comptime_call(e):
+            return True
+        if isinstance(e, ast.BoolOp):
+            return all(self._known_at_expansion(v) for v in e.values)
+        if isinstance(e, ast.UnaryOp):
+            return self._known_at_expansion(e.operand)
+        if isinstance(e, ast.Compare):
+            return all(self._known_at_expansion(v) for v in (e.left, *e.comparators))
+        if isinstance(e, ast.BinOp):
+            return self._known_at_expansion(e.left) and self._known_at_expansion(e.right)
+        return False
+
+    @staticmethod
+    def _plain(e: ast.expr) -> bool:
+        """Whether a comptime condition reads the same as plain Python (no operator whose kernel
+        meaning differs from Python's, such as `/` on integers)."""
+        return all(isinstance(n, (ast.Name, ast.Constant, ast.BoolOp, ast.And, ast.Or, ast.Not,
+                                  ast.UnaryOp, ast.Compare, ast.Load, ast.cmpop))
+                   for n in ast.walk(e))
+
     def visit_If(self, node: ast.If) -> list[ast.stmt]:
+        if self._known_at_expansion(node.test) and \
+                not any(_may_exit(st) for st in [*node.body, *node.orelse]):
+            # a comptime `if`: plain Python; only the branch taken is expanded into the IR
+            test = node.test if self._plain(node.test) else self.visit(node.test)
+            orelse = self.visit_body(node.orelse) if node.orelse else []
+            return [ast.If(test, self.visit_body(node.body), orelse)]
         n = next(self.counter)
         then_fn, _ = self.closure(f"__then_{n}", [], node.body)
         out: list[ast.stmt] = [then_fn]
@@ -558,6 +605,11 @@ def rewrite(fn_node: ast.FunctionDef, kernel: str, file: str, lines: list[str],
     # later `j = u32(0)` and `j += 1`) must stay mutable there.
     rw = _Rewriter(kernel, file, lines, mutable, readonly, is_helper)
     rw.runtime_assigned = analysis.runtime_assigned
+    rw.comptime_names = (
+        {p.name for p in params if _is_comptime_annotation(p.annotation)} - set(analysis.sites)
+    ) | {n for n in analysis.sites
+         if n not in analysis.runtime_assigned and n not in analysis.nested
+         and n not in analysis.loop_targets and n not in param_names}
     body = rw.visit_body(fn_node.body)
     local_names = sorted((set(analysis.sites) - param_names))
     prelude: list[ast.stmt] = [
