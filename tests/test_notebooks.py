@@ -1,30 +1,84 @@
-"""Every notebook in notebooks/ runs top to bottom (cells tagged `raises-exception` may raise,
-`skip-execution` ones are skipped), and is committed without outputs."""
+"""Every chapter notebook runs top to bottom on both runtimes, as a student would meet it and as
+a student would finish it.
 
-from pathlib import Path
+For each notebook in notebooks/ (found by glob) and each runtime (`CUBELAB_DEVICE=cpu|wgpu`,
+which `Device.default()` obeys — the notebooks never name a runtime):
+
+- blank: as committed (no outputs), every cell runs without an error or a line on stderr (a
+  warning is a line on stderr), and every exercise's check reports "unanswered";
+- solved: each exercise's answer cell replaced by its section of notebooks/solutions/<stem>.py,
+  the notebook runs the same way and every exercise reports "correct".
+
+Cells tagged `raises-exception` may raise (none of the chapters needs it). How long each run
+takes is measured by benchmarks/notebooks.py, not asserted here.
+"""
+
+from __future__ import annotations
 
 import pytest
+
+from chapters import CHAPTERS, exercise_cells, read_results, results_cell, solutions
 
 nbformat = pytest.importorskip("nbformat", reason="the test extra (nbformat, nbclient) is missing")
 from nbclient import NotebookClient  # noqa: E402
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+RUNTIMES = ["cpu", "wgpu"]
 
 
-def test_there_are_notebooks():
-    assert NOTEBOOKS, "notebooks/ is empty"
+def test_there_are_chapters():
+    assert CHAPTERS, "notebooks/ is empty"
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
-def test_notebook_runs_top_to_bottom(path, tmp_path):
+def execute(path, runtime, request, monkeypatch, solved=False):  # type: ignore[no-untyped-def]
+    if runtime == "wgpu":
+        request.getfixturevalue("wgpu_client")  # skips (or fails in CI) without an adapter
+    monkeypatch.setenv("CUBELAB_DEVICE", runtime)
+    monkeypatch.delenv("CUBELAB_GRADING", raising=False)
+    monkeypatch.delenv("CUBELAB_DEBUG_LOG", raising=False)
     nb = nbformat.read(path, as_version=4)
     for cell in nb.cells:
         if cell.cell_type == "code":
             assert not cell.get("outputs"), f"{path.name} is committed with outputs: strip it"
-    client = NotebookClient(nb, timeout=300, kernel_name="python3",
-                            resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
-    errors = [o for c in nb.cells if c.cell_type == "code"
-              and "raises-exception" not in c.metadata.get("tags", [])
-              for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    assert not errors
+    exercises = exercise_cells(nb, path.name)
+    if solved:
+        sol = solutions(path.stem)
+        missing = [e.key for e in exercises if e.key not in sol]
+        assert not missing, f"notebooks/solutions/{path.stem}.py has no section for {missing}"
+        stale = sorted(set(sol) - {e.key for e in exercises})
+        assert not stale, f"notebooks/solutions/{path.stem}.py solves exercises not in the " \
+                          f"notebook: {stale}"
+        for e in exercises:
+            nb.cells[e.cells[1]].source = sol[e.key]
+    nb.cells.append(nbformat.v4.new_code_cell(results_cell()))
+    NotebookClient(nb, timeout=120, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "error" and \
+                    "raises-exception" not in cell.metadata.get("tags", []):
+                pytest.fail(f"{path.name} cell {i} raised {o['ename']}: {o['evalue']}\n"
+                            f"{cell.source}")
+            if o.get("output_type") == "stream" and o.get("name") == "stderr":
+                pytest.fail(f"{path.name} cell {i} wrote to stderr:\n{o['text']}\n--- cell:\n"
+                            f"{cell.source}")
+    return exercises, read_results(nb)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_chapter_runs_blank_and_every_exercise_says_unanswered(path, runtime, request,
+                                                                 monkeypatch):
+    exercises, results = execute(path, runtime, request, monkeypatch)
+    assert {e.key: results.get(e.key) for e in exercises} == \
+        {e.key: "unanswered" for e in exercises}
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_chapter_runs_solved_and_every_exercise_says_correct(path, runtime, request,
+                                                               monkeypatch):
+    exercises, results = execute(path, runtime, request, monkeypatch, solved=True)
+    assert {e.key: results.get(e.key) for e in exercises} == \
+        {e.key: "correct" for e in exercises}
