@@ -1,7 +1,8 @@
 """A branch few units take runs on those units alone (compaction) — with the same results.
 
-The CPU runtime compacts a divergent branch only on large launches (`plan.COMPACT_MIN_LANES`);
-here it is forced on every branch, and the tests of the other CPU modules must still hold.
+The CPU runtime compacts a divergent branch only on large launches
+(`compaction.COMPACT_MIN_LANES`); here it is forced on every branch, and the tests of the other
+CPU modules must still hold.
 """
 
 import pytest
@@ -12,7 +13,7 @@ import test_cpu_plane as plane_tests
 import test_cpu_runtime as runtime_tests
 import test_cpu_semantics as semantics_tests
 import test_cpu_trace as trace_tests
-from cubelab.runtime.cpu import plan
+from cubelab.runtime.cpu import compaction
 
 CASES = [
     semantics_tests.test_while_loops_and_break_are_per_unit,
@@ -29,14 +30,14 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.__name__ for c in CASES])
 def test_compacted_branches_give_the_same_results(case, cpu_client, monkeypatch):
-    monkeypatch.setattr(plan, "COMPACT_MIN_LANES", 1)
-    monkeypatch.setattr(plan, "COMPACT_RATIO", 1)
+    monkeypatch.setattr(compaction, "COMPACT_MIN_LANES", 1)
+    monkeypatch.setattr(compaction, "COMPACT_RATIO", 1)
     case(cpu_client)
 
 
 def test_debug_print_from_a_compacted_branch_names_the_right_units(cpu_client, capsys,
                                                                     monkeypatch):
-    monkeypatch.setattr(plan, "COMPACT_MIN_LANES", 1)
-    monkeypatch.setattr(plan, "COMPACT_RATIO", 1)
+    monkeypatch.setattr(compaction, "COMPACT_MIN_LANES", 1)
+    monkeypatch.setattr(compaction, "COMPACT_RATIO", 1)
     debug_print_tests.test_debug_print_lines_carry_unit_coordinates_and_reach_stdout(cpu_client,
                                                                                       capsys)

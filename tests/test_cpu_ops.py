@@ -1,7 +1,7 @@
 """The CPU runtime implements the whole IR vocabulary (a new op in OPS fails here until it does)."""
 
 from cubelab.ir.core import OPS
-from cubelab.runtime.cpu.plan import BUILDERS
+from cubelab.runtime.cpu.steps import BUILDERS
 
 
 def test_every_op_in_OPS_has_a_cpu_implementation():

@@ -1,12 +1,14 @@
 """The CPU runtime is a runtime like wgpu: same Client API, limits, cache, events, debug log."""
 
+import dataclasses
 import io
 import warnings
 
 import numpy as np
 import pytest
 
-from cubelab import BufferArg, BufferFailure, CubeCount, CubeDim, Device, DeviceError, LaunchError
+from cubelab import (BufferArg, BufferFailure, CubeCount, CubeDim, Device, DeviceError, LaunchError,
+                     ResourceError)
 from cubelab.prelude import f32, u32
 from cubelab.runtime import device as device_mod
 from cubelab.runtime import events as ev
@@ -34,6 +36,34 @@ def test_a_launch_over_a_limit_is_refused_the_same_way_on_both_runtimes(client):
                     BufferArg.from_raw_parts(out, 512))
     with pytest.raises(BufferFailure, match="65535 cubes per dimension"):
         client.read_one(out)
+
+
+def test_the_cpu_runtime_checks_shared_memory_against_its_own_servers_limit(cpu_client,
+                                                                             monkeypatch):
+    """One home for the limit: the server's properties, not a default restated in the plan.
+    `too_much_shared` declares 24000 bytes (two tiles, each under WebGPU's 16 KiB)."""
+    from seed001_kernels import too_much_shared
+
+    server = cpu_client.device.server
+    default = server.properties
+
+    def launch_with_limit(limit: int) -> np.ndarray:
+        monkeypatch.setattr(server, "properties",
+                            dataclasses.replace(default, max_shared_memory=limit))
+        cpu_client.clear_cache()
+        out = cpu_client.empty(4 * 4)
+        too_much_shared.launch(cpu_client, CubeCount.Static(1), CubeDim.new_1d(4),
+                               BufferArg.from_raw_parts(out, 4))
+        return np.frombuffer(cpu_client.read_one(out), dtype=np.float32)
+
+    try:
+        assert launch_with_limit(32768).tolist() == [3.0] * 4
+        with pytest.raises(BufferFailure, match="24000 bytes of shared memory; a cube on this "
+                                                "device has 20000") as info:
+            launch_with_limit(20000)
+        assert isinstance(info.value.cause, ResourceError)
+    finally:
+        cpu_client.clear_cache()
 
 
 def test_a_compile_is_define_passes_and_a_plan_and_the_debug_log_prints_the_ir(cpu_client):

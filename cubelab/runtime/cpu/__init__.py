@@ -21,7 +21,7 @@ from typing import Any, Iterator
 
 from cubelab.errors import CubeError
 from cubelab.runtime.cpu.memory import OOB_MODES, OobAccess
-from cubelab.runtime.cpu.plan import DivergentBarrier, KernelRuntimeError
+from cubelab.runtime.cpu.lanes import DivergentBarrier, KernelRuntimeError
 from cubelab.runtime.cpu.server import (
     CpuServer,
     DebugPrinted,

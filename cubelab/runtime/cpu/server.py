@@ -39,8 +39,9 @@ from cubelab.ir.printer import print_kernel
 from cubelab.ir.types import Atomic, Ty
 from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import semantics as sem
+from cubelab.runtime.cpu.lanes import MAX_LOOP_ITERATIONS, LaunchState
 from cubelab.runtime.cpu.memory import OOB_MODES, Mem, OobAccess
-from cubelab.runtime.cpu.plan import MAX_LOOP_ITERATIONS, LaunchState, Plan
+from cubelab.runtime.cpu.plan import Plan
 from cubelab.runtime.cpu.trace import Tracer
 from cubelab.runtime.handle import Handle
 from cubelab.runtime.kernel import Bindings, CubeCount, KernelId

@@ -1,0 +1,285 @@
+"""Static analyses of one KernelDefinition that make the CPU plan fast — all computed once, when
+the plan is built, never per launch.
+
+- `lane_values` / `lane_mins`: which u32 values are provably ABSOLUTE_POS (a small symbolic
+  polynomial evaluation), and which are CheckedIo's `min(ABSOLUTE_POS, len - 1)`: an index equal
+  to either loads and stores a slice instead of gathering.
+- `liveness`: pure values nothing effectful needs are never computed (CheckedIo's clamps whose
+  only use is an index the slice fast path replaces, for one).
+- `uniform_ops`: values equal for every unit of a launch and depending only on its scalars,
+  lengths and grid; the plan computes them once per launch signature.
+- `written_buffers` / `view_loads`: which buffers a kernel writes, and which loads of those may
+  still return a view of memory instead of a copy (saxpy's `y[i]`).
+- `free_ids`: what a compacted branch must see from outside it.
+
+The trap: every analysis here must be *conservative* — a value wrongly called uniform, dead or
+lane-equal is a silently wrong kernel. When in doubt, an op is not pure and a value is needed.
+"""
+
+from __future__ import annotations
+
+from cubelab.ir.core import Block, KernelDefinition, Op, Value
+from cubelab.ir.types import Elem, Ty
+
+# -- symbolic "is this ABSOLUTE_POS?" analysis --------------------------------------------------
+Poly = dict[tuple[str, ...], int]
+
+
+def _padd(a: Poly, b: Poly) -> Poly:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return {k: v for k, v in out.items() if v}
+
+
+def _pmul(a: Poly, b: Poly) -> Poly:
+    out: Poly = {}
+    for ka, va in a.items():
+        for kb, vb in b.items():
+            k = tuple(sorted(ka + kb))
+            out[k] = out.get(k, 0) + va * vb
+    return {k: v for k, v in out.items() if v}
+
+
+_SYM = {"workgroup_id_x": "W0", "workgroup_id_y": "W1", "workgroup_id_z": "W2",
+        "num_workgroups_x": "N0", "num_workgroups_y": "N1", "num_workgroups_z": "N2",
+        "local_invocation_index": "U"}
+
+
+def lane_mins(definition: KernelDefinition, lanes: set[int]) -> dict[int, int]:
+    """`min(ABSOLUTE_POS, bound)` values (what CheckedIo makes of `x[ABSOLUTE_POS]`): id -> the
+    bound's id. Where the bound covers the chunk, the index is the lane number again."""
+    out: dict[int, int] = {}
+    for op in definition.walk():
+        if op.name == "arith.min" and op.results[0].type == Ty(Elem.U32):
+            a, b = op.operands
+            if a.id in lanes:
+                out[op.result.id] = b.id
+            elif b.id in lanes:
+                out[op.result.id] = a.id
+    return out
+
+
+def lane_values(definition: KernelDefinition) -> set[int]:
+    """Ids of u32 values provably equal to the lane's linear position (ABSOLUTE_POS): lanes are
+    laid out cube-major, so ((W2*N1 + W1)*N0 + W0)*D + U is exactly the lane number."""
+    d = definition.cube_dim[0] * definition.cube_dim[1] * definition.cube_dim[2]
+    w: dict[str, Poly] = {k: {(k,): 1} for k in ("W0", "W1", "W2", "N0", "N1", "U")}
+    cube = _padd(_pmul(_padd(_pmul(w["W2"], w["N1"]), w["W1"]), w["N0"]), w["W0"])
+    lane = _padd(_pmul(cube, {(): d}), w["U"])
+    polys: dict[int, Poly] = {}
+    found: set[int] = set()
+    for op in definition.walk():
+        if not op.results or op.results[0].type != Ty(Elem.U32):
+            continue
+        r = op.results[0].id
+        p: Poly | None = None
+        if op.name == "builtin.read" and op.attrs.get("name") in _SYM:
+            p = {(_SYM[op.attrs["name"]],): 1}
+        elif op.name == "arith.constant":
+            p = {(): int(op.attrs["value"])} if int(op.attrs["value"]) else {}
+        elif op.name in ("arith.add", "arith.mul"):
+            a, b = (polys.get(o.id) for o in op.operands)
+            if a is not None and b is not None:
+                p = _padd(a, b) if op.name == "arith.add" else _pmul(a, b)
+        if p is not None:
+            polys[r] = p
+            if p == lane:
+                found.add(r)
+    return found
+
+
+# -- liveness ----------------------------------------------------------------------------------
+_PURE_PREFIX = ("arith.", "math.", "vector.", "builtin.", "info.", "buffer.", "tensor.")
+_EFFECTS = {"memory.store", "sync.cube", "sync.storage", "atomic.store", "atomic.rmw",
+            "atomic.cas", "scf.if", "scf.for", "scf.while", "scf.condition", "debug.print",
+            "var.declare", "shared.declare", "memory.load", "atomic.load", "plane.broadcast",
+            "plane.reduce", "plane.vote", "plane.elect"}
+
+
+class _Ref:
+    """A value id standing in for an operand (liveness only)."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, id: int) -> None:
+        self.id = id
+
+
+def is_pure(op: Op) -> bool:
+    """Whether `op` only computes its result (may be dropped when nothing needs the result)."""
+    return op.name not in _EFFECTS and op.name.startswith(_PURE_PREFIX) or op.name == \
+        "memory.index"
+
+
+def value_count(definition: KernelDefinition) -> int:
+    """One more than the largest value id of the kernel (the size of a chunk's value table)."""
+    top = 0
+    for b in definition.buffers:
+        top = max(top, b.value.id)
+    for op in definition.walk():
+        for v in op.results:
+            top = max(top, v.id)
+        for reg in op.regions:
+            for a in reg.args:
+                top = max(top, a.id)
+    return top + 1
+
+
+def liveness(definition: KernelDefinition, lane_ids: set[int],
+             lane_min: dict[int, int]) -> set[int]:
+    """Ids of the values some effectful op needs (directly or through pure ops)."""
+    needed: set[int] = set()
+    ops = list(definition.walk())
+    changed = True
+    while changed:
+        changed = False
+        for op in ops:
+            live = not is_pure(op) or any(r.id in needed for r in op.results)
+            if not live:
+                continue
+            if op.results and op.results[0].id in lane_ids:
+                continue  # computed from the lane number directly, operands not needed
+            operands: list[Value | _Ref] = list(op.operands)
+            if op.name == "memory.index" and operands[1].id in lane_min:
+                # the index step clamps the lane number itself when it must
+                operands[1] = _Ref(lane_min[operands[1].id])
+            for o in operands:
+                if o.id not in needed:
+                    needed.add(o.id)
+                    changed = True
+    return needed
+
+
+# -- launch-uniform values ----------------------------------------------------------------------
+def uniform_ops(definition: KernelDefinition, needed: set[int] | None,
+                lane_ids: set[int]) -> list[Op]:
+    """The ops whose one result is the same for every unit of a launch, in program order."""
+    buffer_ids = {b.value.id for b in definition.buffers}
+    uniform: set[int] = set()
+    out: list[Op] = []
+    for op in definition.walk():
+        if len(op.results) != 1 or op.regions or not isinstance(op.results[0].type, Ty):
+            continue
+        r = op.results[0].id
+        if needed is not None and r not in needed:
+            continue
+        name = op.name
+        if name in ("arith.constant", "info.scalar", "buffer.len", "tensor.rank") or (
+                name == "builtin.read" and (op.attrs.get("name", "").startswith(
+                    "num_workgroups_") or op.attrs.get("name") == "subgroup_size")):
+            ok = all(o.id in uniform or o.id in buffer_ids for o in op.operands)
+        elif name.startswith(("arith.", "math.", "vector.")) and r not in lane_ids:
+            ok = bool(op.operands) and all(o.id in uniform for o in op.operands)
+        else:
+            ok = False
+        if ok:
+            uniform.add(r)
+            out.append(op)
+    return out
+
+
+# -- what a kernel writes -----------------------------------------------------------------------
+def written_buffers(definition: KernelDefinition) -> set[int]:
+    """Binding indices of buffers this kernel stores to (or updates atomically)."""
+    origin: dict[int, int] = {b.value.id: b.index for b in definition.buffers}
+    written: set[int] = set()
+    for op in definition.walk():
+        if op.name == "memory.index" and op.operands[0].id in origin:
+            origin[op.result.id] = origin[op.operands[0].id]
+        if op.name in ("memory.store", "atomic.store", "atomic.rmw", "atomic.cas"):
+            b = origin.get(op.operands[0].id)
+            if b is not None:
+                written.add(b)
+    return written
+
+
+def view_loads(definition: KernelDefinition, written: set[int]) -> set[int]:
+    """Loads of a *written* buffer that may still return a view of its memory (by id(op)):
+    every use of the value (and of views of it) comes before the first op of the same
+    block that writes that buffer, and the value never lands in a local variable. saxpy's
+    `y[i]` is one: read, added, and only then stored. Saves a copy per load."""
+    origin: dict[int, int] = {b.value.id: b.index for b in definition.buffers}
+    producer: dict[int, Op] = {}
+    where: dict[int, tuple[Block, int]] = {}  # id(op) -> (its block, its index there)
+    parent: dict[int, Op] = {}  # id(op) -> the op whose region holds it
+
+    def index_block(block: Block, owner: Op | None) -> None:
+        for i, op in enumerate(block.ops):
+            where[id(op)] = (block, i)
+            if owner is not None:
+                parent[id(op)] = owner
+            for r in op.results:
+                producer[r.id] = op
+            for reg in op.regions:
+                index_block(reg, op)
+
+    index_block(definition.body, None)
+    ops = list(definition.walk())
+    for op in ops:
+        if op.name == "memory.index" and op.operands[0].id in origin:
+            origin[op.result.id] = origin[op.operands[0].id]
+
+    def writes(op: Op, b: int) -> bool:
+        return any(o.name in ("memory.store", "atomic.store", "atomic.rmw", "atomic.cas")
+                   and origin.get(o.operands[0].id) == b for o in op.walk())
+
+    def position_in(op: Op, block: Block) -> int | None:
+        cur: Op | None = op
+        while cur is not None:
+            blk, i = where[id(cur)]
+            if blk is block:
+                return i
+            cur = parent.get(id(cur))
+        return None
+
+    safe: set[int] = set()
+    for load in ops:
+        if load.name != "memory.load":
+            continue
+        b = origin.get(load.operands[0].id)
+        if b is None or b not in written:
+            continue
+        block, i = where[id(load)]
+        alias = {load.result.id}
+        uses: list[Op] = []
+        ok = True
+        for op in ops:
+            if not any(o.id in alias for o in op.operands):
+                continue
+            uses.append(op)
+            if op.name in ("vector.extract", "vector.splat", "arith.cast") and op.results:
+                alias.add(op.result.id)
+            if op.name == "memory.store" and op.operands[1].id in alias:
+                ptr = producer.get(op.operands[0].id)
+                if ptr is None or ptr.name != "memory.index":
+                    ok = False  # into a local variable: it would outlive the buffer's data
+        if not ok:
+            continue
+        first_write = next((k for k in range(i + 1, len(block.ops))
+                            if writes(block.ops[k], b)), len(block.ops))
+        last_use = max((position_in(u, block) or len(block.ops) for u in uses), default=i)
+        if last_use < first_write:
+            safe.add(id(load))
+    return safe
+
+
+# -- compaction ---------------------------------------------------------------------------------
+def free_ids(blocks: list[Block]) -> list[int]:
+    """Ids used inside `blocks` but defined outside them (what a compacted branch must see)."""
+    used: list[int] = []
+    defined: set[int] = set()
+    for block in blocks:
+        defined.update(a.id for a in block.args)
+        for op in block.walk():
+            for reg in op.regions:
+                defined.update(a.id for a in reg.args)
+            defined.update(r.id for r in op.results)
+            used.extend(o.id for o in op.operands)
+    seen: set[int] = set()
+    out = []
+    for i in used:
+        if i not in defined and i not in seen:
+            seen.add(i)
+            out.append(i)
+    return out

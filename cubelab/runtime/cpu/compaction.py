@@ -1,0 +1,79 @@
+"""Compaction: a branch (or per-unit loop body) that few lanes of a large chunk take runs on
+those lanes alone, in a compacted context (`Ctx.sub`), instead of masked over all of them.
+
+`branch` decides (at least `COMPACT_MIN_LANES` lanes, at most 1/`COMPACT_RATIO` of them active);
+`run_compacted` selects what the body reads from outside (`analysis.free_ids`), runs it, and
+merges what it wrote to locals back. Everything else a body writes goes to memory, which the
+compacted context shares.
+
+The trap: results must be identical with compaction on every branch — tests force it
+(`tests/test_cpu_compaction.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from cubelab.runtime.cpu.lanes import Ctx, full
+from cubelab.runtime.cpu.memory import LocalSlot, Ptr
+
+# A branch taken by at most 1/COMPACT_RATIO of a chunk's lanes runs on those lanes alone.
+COMPACT_RATIO = 4
+COMPACT_MIN_LANES = 2048
+
+
+def _compact(a: Any, sel: np.ndarray, n: int) -> Any:
+    if isinstance(a, np.ndarray):
+        return a[sel] if a.ndim and a.shape[0] == n and n > 1 else a
+    return a
+
+
+def run_compacted(ctx: Ctx, m: np.ndarray, free: list[int],
+                  body: Callable[[Ctx, Any], None]) -> None:
+    """Run `body` on the lanes of `m` only: compact what it reads, run, merge what it wrote to
+    the locals back (everything else it writes goes to memory, which is shared)."""
+    sel = np.nonzero(m)[0]
+    n = ctx.n
+    sub = Ctx.sub(ctx, sel)
+    env = ctx.env
+    # uniform values (hoisted out of the branch) stay as they are; per-lane ones are compacted
+    senv = sub.env = list(env)
+    slots: list[tuple[LocalSlot, LocalSlot, Any]] = []
+    for i in free:
+        v = env[i]
+        if isinstance(v, np.ndarray):
+            v = _compact(v, sel, n)
+        elif isinstance(v, LocalSlot):
+            proxy = LocalSlot(v.name, _compact(v.arr, sel, n))
+            slots.append((v, proxy, proxy.arr))
+            v = proxy
+        elif isinstance(v, Ptr):
+            if v.start is not None:
+                idx = (ctx.lanes()[sel]).astype(np.intp)
+                v = Ptr(v.mem, idx, idx)
+            elif v.unit:
+                idx = ctx.unit_index()[sel]
+                v = Ptr(v.mem, idx, idx)
+            else:
+                v = Ptr(v.mem, _compact(v.index, sel, n), _compact(v.orig, sel, n),
+                        None if v.bad is None else _compact(v.bad, sel, n),
+                        None if v.report is None else _compact(v.report, sel, n))
+        senv[i] = v
+    body(sub, None)
+    for slot, proxy, before in slots:
+        if proxy.arr is not before:
+            merged = np.array(full(slot.arr, n))
+            merged[sel] = full(proxy.arr, len(sel))
+            slot.arr = merged
+
+
+def branch(ctx: Ctx, m: Any, body: Callable[[Ctx, Any], None], free: list[int]) -> None:
+    """Run `body` under mask `m`, compacted to the active lanes when they are few."""
+    if m is not None and ctx.n >= COMPACT_MIN_LANES:
+        k = int(np.count_nonzero(m))
+        if k * COMPACT_RATIO <= ctx.n:
+            run_compacted(ctx, m, free, body)
+            return
+    body(ctx, m)

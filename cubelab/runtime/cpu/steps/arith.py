@@ -1,0 +1,235 @@
+"""Steps of the value dialects: `arith.*`, `math.*`, `vector.*` — elementwise numpy on one row
+per lane (or one row for a uniform value; broadcasting does the rest).
+
+Integer wrap-around and float overflow are WGSL semantics, not accidents: the CPU server turns
+numpy's warnings off on its device thread. What numpy does differently from WGSL (integer
+division by zero, shift amounts, casts that saturate) goes through `runtime/cpu/semantics.py`,
+the one home of those rules.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable
+
+import numpy as np
+
+from cubelab.ir.core import Op
+from cubelab.ir.types import Elem
+from cubelab.runtime.cpu import semantics as sem
+from cubelab.runtime.cpu.lanes import Ctx, KernelRuntimeError
+from cubelab.runtime.cpu.steps.registry import Step, builder, ty_of
+
+if TYPE_CHECKING:
+    from cubelab.runtime.cpu.plan import Plan
+
+
+_NP_BIN = {"arith.add": np.add, "arith.sub": np.subtract, "arith.mul": np.multiply,
+           "arith.bitand": np.bitwise_and, "arith.bitor": np.bitwise_or,
+           "arith.bitxor": np.bitwise_xor, "arith.and": np.logical_and,
+           "arith.or": np.logical_or}
+
+
+@builder(*_NP_BIN)
+def _b_bin(plan: Plan, op: Op, depth: int) -> Step:
+    f = _NP_BIN[op.name]
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = f(env[a], env[b])
+
+    return step
+
+
+@builder("arith.min", "arith.max")
+def _b_minmax(plan: Plan, op: Op, depth: int) -> Step:
+    fl = ty_of(op.result).elem is Elem.F32
+    f = {("arith.min", True): np.fmin, ("arith.max", True): np.fmax,
+         ("arith.min", False): np.minimum, ("arith.max", False): np.maximum}[(op.name, fl)]
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = f(env[a], env[b])
+
+    return step
+
+
+@builder("arith.div", "arith.rem")
+def _b_divrem(plan: Plan, op: Op, depth: int) -> Step:
+    elem = ty_of(op.result).elem
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+    if elem is Elem.F32:
+        f: Callable[[Any, Any], Any] = np.divide if op.name == "arith.div" else np.fmod
+    else:
+        g = sem.int_div if op.name == "arith.div" else sem.int_rem
+
+        def f(x: Any, y: Any) -> Any:
+            return g(x, y, elem)
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = f(env[a], env[b])
+
+    return step
+
+
+@builder("arith.shl", "arith.shr")
+def _b_shift(plan: Plan, op: Op, depth: int) -> Step:
+    f = np.left_shift if op.name == "arith.shl" else np.right_shift
+    dt = sem.dtype_of(ty_of(op.result))
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = f(env[a], sem.shift_amount(env[b]).astype(dt))
+
+    return step
+
+
+_PRED = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+         "eq": np.equal, "ne": np.not_equal}
+
+
+@builder("arith.cmp")
+def _b_cmp(plan: Plan, op: Op, depth: int) -> Step:
+    f = _PRED[op.attrs["pred"]]
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = f(env[a], env[b])
+
+    return step
+
+
+_NP_UN = {"arith.not": np.logical_not, "arith.neg": np.negative, "arith.bitnot": np.invert}
+
+
+@builder(*_NP_UN)
+def _b_un(plan: Plan, op: Op, depth: int) -> Step:
+    f = _NP_UN[op.name]
+    (a,) = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = f(ctx.env[a])
+
+    return step
+
+
+@builder("arith.constant")
+def _b_const(plan: Plan, op: Op, depth: int) -> Step:
+    value = sem.constant(op.attrs["value"], ty_of(op.result))
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = value
+
+    return step
+
+
+@builder("arith.cast")
+def _b_cast(plan: Plan, op: Op, depth: int) -> Step:
+    src, dst = ty_of(op.operands[0]), ty_of(op.result)
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = sem.cast(ctx.env[a], src, dst)
+
+    return step
+
+
+@builder("arith.select")
+def _b_select(plan: Plan, op: Op, depth: int) -> Step:
+    c, a, b = (o.id for o in op.operands)
+    widen = ty_of(op.operands[0]).width == 1 and ty_of(op.result).width > 1
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        cond = env[c]
+        if widen:
+            cond = cond[:, None]
+        env[r] = np.where(cond, env[a], env[b])
+
+    return step
+
+
+@builder("math.unary")
+def _b_math1(plan: Plan, op: Op, depth: int) -> Step:
+    fn = op.attrs["fn"]
+    f = sem.MATH.get(fn)
+    if f is None:
+        raise KernelRuntimeError(f"math function {fn!r} has no CPU implementation")
+    a, r = op.operands[0].id, op.result.id
+    dt = sem.dtype_of(ty_of(op.result))
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = np.asarray(f(ctx.env[a])).astype(dt, copy=False)
+
+    return step
+
+
+@builder("math.binary")
+def _b_math2(plan: Plan, op: Op, depth: int) -> Step:
+    fn = op.attrs["fn"]
+    a, b = (o.id for o in op.operands)
+    r = op.result.id
+    f: Any
+    if fn == "pow":
+        def f(x: Any, y: Any) -> Any:
+            return np.where(x < 0, np.float32(np.nan), np.power(x, y))
+    elif fn == "atan2":
+        f = np.arctan2
+    elif fn in ("min", "max"):
+        f = np.fmin if fn == "min" else np.fmax
+    else:
+        raise KernelRuntimeError(f"math function {fn!r} has no CPU implementation")
+    dt = sem.dtype_of(ty_of(op.result))
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = np.asarray(f(env[a], env[b])).astype(dt, copy=False)
+
+    return step
+
+
+@builder("math.fma")
+def _b_fma(plan: Plan, op: Op, depth: int) -> Step:
+    a, b, c = (o.id for o in op.operands)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        env[r] = env[a] * env[b] + env[c]
+
+    return step
+
+
+@builder("vector.splat")
+def _b_splat(plan: Plan, op: Op, depth: int) -> Step:
+    w = ty_of(op.result).width
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        x = ctx.env[a]
+        ctx.env[r] = np.broadcast_to(x[:, None], (x.shape[0], w))
+
+    return step
+
+
+@builder("vector.extract")
+def _b_extract(plan: Plan, op: Op, depth: int) -> Step:
+    i = int(op.attrs["index"])
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = ctx.env[a][:, i]
+
+    return step

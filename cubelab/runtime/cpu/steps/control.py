@@ -1,0 +1,146 @@
+"""Steps of the `scf.*` dialect: `scf.if`, `scf.for`, `scf.while`, `scf.condition`.
+
+Divergence is a lane mask: `scf.if` runs its branches with `mask & cond` / `mask & ~cond` (a
+branch no lane takes is skipped, one every lane takes runs unmasked), loops keep running while
+any lane is still active. break/continue/return are bool locals in the IR (the frontend lowers
+them), so they are masks too. A loop whose bounds are uniform runs as a Python loop over its
+counter; a per-unit loop narrows its mask each iteration. A loop running longer than the
+launch's `max_iterations` stops with a clear error (on a GPU it would hang the device).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cubelab.ir.core import Op
+from cubelab.runtime.cpu import semantics as sem
+from cubelab.runtime.cpu.analysis import free_ids
+from cubelab.runtime.cpu.compaction import branch
+from cubelab.runtime.cpu.lanes import DEAD, Ctx, KernelRuntimeError, full, m_and
+from cubelab.runtime.cpu.steps.registry import Step, builder, ty_of
+
+if TYPE_CHECKING:
+    from cubelab.runtime.cpu.plan import Plan
+
+
+@builder("scf.if")
+def _b_if(plan: Plan, op: Op, depth: int) -> Step:
+    c = op.operands[0].id
+    then = plan.block(op.regions[0], depth + 1)
+    has_else = len(op.regions) > 1 and bool(op.regions[1].ops)
+    orelse = plan.block(op.regions[1], depth + 1) if has_else else None
+    free_then = free_ids([op.regions[0]])
+    free_else = free_ids([op.regions[1]]) if has_else else []
+    traced = plan.traced
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        cond = ctx.env[c]
+        if traced and ctx.launch.tracer is not None:
+            ctx.launch.tracer.record(op, depth, ctx, mask, cond, True)
+        m = m_and(mask, cond)
+        if m is not DEAD:
+            branch(ctx, m, then, free_then)
+        if orelse is not None:
+            m = m_and(mask, np.logical_not(cond))
+            if m is not DEAD:
+                branch(ctx, m, orelse, free_else)
+
+    return step
+
+
+def _runaway(plan: Plan, op: Op, limit: int) -> KernelRuntimeError:
+    where = f" (line {op.loc.line})" if op.loc else ""
+    return KernelRuntimeError(
+        f"kernel `{plan.definition.name}`: a loop{where} ran more than {limit} "
+        "iterations; it looks infinite (on a GPU it would hang the device). Check its bounds "
+        "and that its condition can become false.")
+
+
+@builder("scf.for")
+def _b_for(plan: Plan, op: Op, depth: int) -> Step:
+    s, e, st = (o.id for o in op.operands)
+    (body_block,) = op.regions
+    (iv,) = body_block.args
+    ivid = iv.id
+    dt = sem.dtype_of(ty_of(iv))
+    body = plan.block(body_block, depth + 1)
+    free = free_ids([body_block]) + [ivid]  # the counter is set outside the body
+    traced = plan.traced
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        start, end, stp = env[s], env[e], env[st]
+        tracer = ctx.launch.tracer if traced else None
+        if start.shape[0] == 1 and end.shape[0] == 1 and stp.shape[0] == 1:
+            a, b, k = int(start[0]), int(end[0]), int(stp[0])
+            if k <= 0 and a < b:
+                raise _runaway(plan, op, ctx.launch.max_iterations)
+            if (b - a) // max(k, 1) > ctx.launch.max_iterations:
+                raise _runaway(plan, op, ctx.launch.max_iterations)
+            for i in range(a, b, max(k, 1)):
+                env[ivid] = np.array([i], dtype=dt)
+                if tracer is not None:
+                    tracer.record(op, depth, ctx, mask, env[ivid], True, f"iteration i = {i}")
+                body(ctx, mask)
+            return
+        iv = full(start, ctx.n).copy()
+        n = 0
+        m = mask
+        while True:
+            # a unit that has left the loop stays out, even if its counter wraps around
+            m = m_and(m, iv < end)
+            if m is DEAD:
+                return
+            n += 1
+            if n > ctx.launch.max_iterations:
+                raise _runaway(plan, op, ctx.launch.max_iterations)
+            env[ivid] = iv
+            if tracer is not None:
+                tracer.record(op, depth, ctx, m, iv, True, "iteration")
+            branch(ctx, m, body, free)
+            iv = iv + stp
+
+    return step
+
+
+@builder("scf.while")
+def _b_while(plan: Plan, op: Op, depth: int) -> Step:
+    before_block, after_block = op.regions
+    cond_ops = [o for o in before_block.ops if o.name == "scf.condition"]
+    if not cond_ops:
+        raise KernelRuntimeError("scf.while without scf.condition in its first region")
+    c = cond_ops[-1].operands[0].id
+    before = plan.block(before_block, depth + 1)
+    after = plan.block(after_block, depth + 1)
+    # region 1 may run compacted; region 0 never is (its condition is read here, full width)
+    free_after = free_ids([after_block])
+    traced = plan.traced
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        m = mask
+        n = 0
+        tracer = ctx.launch.tracer if traced else None
+        while True:
+            before(ctx, m)
+            cond = ctx.env[c]
+            if tracer is not None:
+                tracer.record(op, depth, ctx, m, cond, True, "loop condition")
+            m = m_and(m, cond)
+            if m is DEAD:
+                return
+            n += 1
+            if n > ctx.launch.max_iterations:
+                raise _runaway(plan, op, ctx.launch.max_iterations)
+            branch(ctx, m, after, free_after)
+
+    return step
+
+
+@builder("scf.condition")
+def _b_condition(plan: Plan, op: Op, depth: int) -> Step:
+    def step(ctx: Ctx, mask: Any) -> None:
+        return None
+
+    return step

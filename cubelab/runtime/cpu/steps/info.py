@@ -1,0 +1,105 @@
+"""Steps of the launch-information dialects: `builtin.*` (unit and cube positions), `info.*`
+(scalar arguments), `buffer.len`, `tensor.*` (shape and strides).
+
+Most of these are uniform over a launch and the plan computes them once per launch signature
+(`analysis.uniform_ops`); the per-unit builtins are derived from the chunk's lane numbers
+(`Ctx.unit_index`, `Ctx.cube_linear`), cached per chunk.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cubelab.ir.core import Op
+from cubelab.runtime.cpu import semantics as sem
+from cubelab.runtime.cpu.lanes import Ctx, KernelRuntimeError, plane_size
+from cubelab.runtime.cpu.memory import Mem
+from cubelab.runtime.cpu.steps.registry import Step, builder, ty_of
+
+if TYPE_CHECKING:
+    from cubelab.runtime.cpu.plan import Plan
+
+
+@builder("builtin.read")
+def _b_builtin(plan: Plan, op: Op, depth: int) -> Step:
+    name = op.attrs["name"]
+    r = op.result.id
+    dx, dy, _ = plan.definition.cube_dim
+
+    def compute(ctx: Ctx) -> np.ndarray:
+        cx, cy, cz = ctx.launch.count
+        u32 = np.uint32
+        if name == "local_invocation_index":
+            return ctx.unit_index()
+        if name.startswith("num_workgroups_"):
+            return np.array([{"x": cx, "y": cy, "z": cz}[name[-1]]], dtype=u32)
+        if name.startswith("workgroup_id_"):
+            c = ctx.cube_linear()
+            axis = name[-1]
+            if axis == "x":
+                return c % u32(cx)
+            if axis == "y":
+                return (c // u32(cx)) % u32(cy)
+            return c // u32(cx * cy)
+        if name.startswith("local_invocation_id_"):
+            u = ctx.unit_index()
+            axis = name[-1]
+            if axis == "x":
+                return u % u32(dx)
+            if axis == "y":
+                return (u // u32(dx)) % u32(dy)
+            return u // u32(dx * dy)
+        if name == "subgroup_size":
+            return np.array([plane_size(ctx)], dtype=u32)
+        if name == "subgroup_invocation_id":
+            return ctx.unit_index() % u32(plane_size(ctx))
+        raise KernelRuntimeError(f"unknown builtin {name!r}")
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = compute(ctx)
+
+    return step
+
+
+@builder("info.scalar")
+def _b_scalar(plan: Plan, op: Op, depth: int) -> Step:
+    elem, idx = op.attrs["elem"], int(op.attrs["index"])
+    ty = ty_of(op.result)
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = sem.constant(ctx.launch.scalars[elem][idx], ty)
+
+    return step
+
+
+@builder("buffer.len")
+def _b_len(plan: Plan, op: Op, depth: int) -> Step:
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = np.array([ctx.env[a].length], dtype=np.uint32)
+
+    return step
+
+
+@builder("tensor.rank", "tensor.shape", "tensor.stride")
+def _b_tensor(plan: Plan, op: Op, depth: int) -> Step:
+    t = op.operands[0].id
+    axis = op.operands[1].id if len(op.operands) > 1 else None
+    r = op.result.id
+    which = op.name
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        mem: Mem = ctx.env[t]
+        if which == "tensor.rank":
+            ctx.env[r] = np.array([len(mem.shape)], dtype=np.uint32)
+            return
+        dims = mem.shape if which == "tensor.shape" else mem.strides
+        table = np.array(list(dims) + [0], dtype=np.uint32)
+        ax = ctx.env[axis]  # type: ignore[index]
+        ctx.env[r] = table[np.minimum(ax, len(dims))]
+
+    return step

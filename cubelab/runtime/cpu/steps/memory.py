@@ -1,0 +1,271 @@
+"""Steps of the memory dialects: `var.declare`, `shared.declare`, `memory.index`, `memory.load`,
+`memory.store` (and `atomic.load`/`atomic.store`, which are plain loads and stores of an atomic
+item in lockstep).
+
+A `memory.index` step makes a `Ptr`: a slice when the index is ABSOLUTE_POS (or CheckedIo's
+clamp of it) and the chunk's lanes are contiguous, one slot per unit for shared memory indexed
+by UNIT_POS, else an index per lane. Out-of-bounds indices are decided there once, by the
+launch's OOB mode (zero / clamp / report); loads and stores then only honour the pointer.
+Shared memory is one row per cube of the chunk, a local array one row per lane (`rows_of`).
+
+The trap: a load may return a *view* of a buffer only where `analysis.view_loads` proved no
+write to that buffer comes before its last use; anything else must copy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from cubelab.ir.core import Op
+from cubelab.ir.types import Array, Atomic, Pointer, Ty
+from cubelab.runtime.cpu import semantics as sem
+from cubelab.runtime.cpu.lanes import REPORT_LIMIT, Ctx, KernelRuntimeError, full, row_mask
+from cubelab.runtime.cpu.memory import LocalSlot, Mem, OobAccess, Ptr
+from cubelab.runtime.cpu.steps.registry import Step, builder
+
+if TYPE_CHECKING:
+    from cubelab.runtime.cpu.plan import Plan
+
+
+@builder("var.declare")
+def _b_var(plan: Plan, op: Op, depth: int) -> Step:
+    ptr = op.result.type
+    assert isinstance(ptr, Pointer)
+    pointee = ptr.pointee
+    r = op.result.id
+    name = op.result.hint or op.result.name
+    if isinstance(pointee, Array):
+        item = pointee.item
+        ity = item.value_ty if isinstance(item, Atomic) else item
+        shape = (pointee.length,) + ((ity.width,) if ity.width > 1 else ())
+        dt = sem.dtype_of(ity)
+        length = pointee.length
+
+        def step_arr(ctx: Ctx, mask: Any) -> None:
+            ctx.env[r] = Mem(name, np.zeros((ctx.nrows,) + shape, dtype=dt), length, "local")
+
+        return step_arr
+    assert isinstance(pointee, Ty)
+    zero = sem.constant(0, pointee)
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = LocalSlot(name, zero)
+
+    return step
+
+
+@builder("shared.declare")
+def _b_shared(plan: Plan, op: Op, depth: int) -> Step:
+    ptr = op.result.type
+    assert isinstance(ptr, Pointer) and isinstance(ptr.pointee, Array)
+    arr = ptr.pointee
+    item = arr.item
+    ity = item.value_ty if isinstance(item, Atomic) else item
+    shape = (arr.length,) + ((ity.width,) if ity.width > 1 else ())
+    dt = sem.dtype_of(ity)
+    r = op.result.id
+    name = str(op.attrs.get("name") or op.result.hint or op.result.name)
+    length = arr.length
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = Mem(name, np.zeros((ctx.ncubes,) + shape, dtype=dt), length, "shared")
+
+    return step
+
+
+def rows_of(ctx: Ctx, mem: Mem) -> np.ndarray | None:
+    """For shared/local memory: the flat offset of each lane's row (row * length)."""
+    if mem.kind == "global":
+        return None
+    key = f"{mem.kind}:{mem.length}"
+    a = ctx._cache.get(key)
+    if a is None:
+        rows = ctx.cube_local() if mem.kind == "shared" else ctx.local_rows()
+        a = rows * mem.length
+        ctx._cache[key] = a
+    return a
+
+
+def _flat(mem: Mem) -> np.ndarray:
+    return mem.store.reshape((-1,) + mem.item_shape)
+
+
+def _unit_view(ctx: Ctx, mem: Mem) -> np.ndarray:
+    """Shared memory seen as one slot per lane (row = the lane's cube, item = its UNIT_POS)."""
+    return mem.store[:, : ctx.U]
+
+
+@builder("memory.index")
+def _b_index(plan: Plan, op: Op, depth: int) -> Step:
+    base, idx = (o.id for o in op.operands)
+    lane_index = idx in plan.lane_ids
+    unit_index = idx in plan.unit_ids
+    bound = plan.lane_min.get(idx)
+    # the min step itself is dropped from the plain plan when only indices use it
+    min_computed = plan.needed is None or idx in plan.needed
+    r = op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        mem = env[base]
+        if not isinstance(mem, Mem):
+            raise KernelRuntimeError("memory.index on something that is not an array")
+        length = mem.length
+        if lane_index and mem.kind == "global" and ctx.contiguous:
+            s = ctx.start
+            if s + ctx.n <= length:
+                env[r] = Ptr(mem, None, None, start=s, stop=s + ctx.n)
+                return
+            index = ctx.lanes()
+        elif unit_index and mem.kind == "shared" and ctx.U <= length and ctx.contiguous:
+            env[r] = Ptr(mem, None, env[idx], unit=True)
+            return
+        elif bound is not None:
+            s = ctx.start
+            b = env[bound]
+            if mem.kind == "global" and ctx.contiguous and b.shape[0] == 1 and \
+                    s + ctx.n - 1 <= int(b[0]) and s + ctx.n <= length:
+                env[r] = Ptr(mem, None, None, start=s, stop=s + ctx.n)
+                return
+            index = env[idx] if min_computed else np.minimum(ctx.lanes(), b)
+        else:
+            index = env[idx]
+        if index.dtype.kind == "i":
+            bad = (index < 0) | (index >= length)
+        else:
+            bad = index >= length
+        if not bad.any():
+            env[r] = Ptr(mem, index, index)
+            return
+        safe = np.where(bad, 0, index).astype(np.intp)
+        active = full(bad, ctx.n) if mask is None else full(bad, ctx.n) & mask
+        if not active.any():
+            env[r] = Ptr(mem, safe, index)
+            return
+        mode = ctx.launch.oob
+        if mode == "clamp" and length > 0:
+            env[r] = Ptr(mem, np.where(active, length - 1, full(safe, ctx.n)), index)
+            return
+        env[r] = Ptr(mem, safe, index, bad=bad, report=active if mode == "report" else None)
+
+    return step
+
+
+def report_oob(ctx: Ctx, op: Op, p: Ptr, write: bool) -> None:
+    launch = ctx.launch
+    lanes = np.nonzero(p.report)[0]
+    launch.reports_total += len(lanes)
+    room = REPORT_LIMIT - len(launch.reports)
+    if room <= 0:
+        return
+    orig = full(p.orig, ctx.n)
+    loc = op.loc
+    source = ""
+    plan_def = launch.definition
+    if loc is not None and plan_def is not None:
+        i = loc.line - plan_def.first_line
+        if 0 <= i < len(plan_def.source_lines):
+            source = plan_def.source_lines[i].strip()
+    for li in lanes[:room]:
+        li = int(li)
+        cube, unit = ctx.coords(li)
+        launch.reports.append(OobAccess(
+            launch.kernel, p.mem.name, int(orig[li]), p.mem.length, unit, cube,
+            ctx.abs_lane(li), write, str(loc) if loc else "?", loc.line if loc else 0, source))
+
+
+def gather(ctx: Ctx, p: Ptr) -> np.ndarray:
+    mem = p.mem
+    if p.start is not None:
+        v = mem.store[p.start:p.stop]
+        return v if mem.view_ok else v.copy()
+    if p.unit:
+        return _unit_view(ctx, mem).copy().reshape((ctx.n,) + mem.item_shape)
+    rows = rows_of(ctx, mem)
+    if rows is None:
+        v = mem.store[p.index]
+    else:
+        v = np.take(_flat(mem), rows + full(p.index, ctx.n), axis=0)
+    if p.bad is not None:
+        bad = p.bad
+        if bad.shape[0] != v.shape[0]:
+            bad = full(bad, v.shape[0])
+        v[bad] = 0
+    return v
+
+
+def scatter(ctx: Ctx, p: Ptr, value: np.ndarray, mask: Any) -> None:
+    mem = p.mem
+    if p.start is not None and mask is None:
+        mem.store[p.start:p.stop] = value
+        return
+    n = ctx.n
+    if p.unit:
+        view = _unit_view(ctx, mem)
+        val = full(value, n).reshape(view.shape)
+        if mask is None:
+            view[...] = val
+        else:
+            np.copyto(view, val, where=mask.reshape(view.shape[:2] + (1,) * (val.ndim - 2)))
+        return
+    index = ctx.lanes() if p.start is not None else p.index
+    sel = mask
+    if p.bad is not None:
+        ok = ~full(p.bad, n)
+        sel = ok if sel is None else sel & ok
+    idx = full(index, n)
+    val = full(value, n)
+    rows = rows_of(ctx, mem)
+    if rows is not None:
+        store = _flat(mem)
+        idx = rows + idx
+    else:
+        store = mem.store
+    if sel is None:
+        store[idx] = val
+    else:
+        store[idx[sel]] = val[sel]
+
+
+@builder("memory.load", "atomic.load")
+def _b_load(plan: Plan, op: Op, depth: int) -> Step:
+    a, r = op.operands[0].id, op.result.id
+    view = id(op) in plan.view_loads
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        p = ctx.env[a]
+        if isinstance(p, LocalSlot):
+            ctx.env[r] = p.arr
+            return
+        if p.report is not None:
+            report_oob(ctx, op, p, False)
+        if view and p.start is not None and not p.mem.aliased:
+            ctx.env[r] = p.mem.store[p.start:p.stop]
+            return
+        ctx.env[r] = gather(ctx, p)
+
+    return step
+
+
+@builder("memory.store", "atomic.store")
+def _b_store(plan: Plan, op: Op, depth: int) -> Step:
+    a, b = (o.id for o in op.operands)
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        p = ctx.env[a]
+        value = ctx.env[b]
+        if isinstance(p, LocalSlot):
+            if mask is None:
+                p.arr = value
+            else:
+                old, n = p.arr, ctx.n
+                p.arr = np.where(row_mask(mask, max(value.ndim, old.ndim)), full(value, n),
+                                 full(old, n))
+            return
+        if p.report is not None:
+            report_oob(ctx, op, p, True)
+        scatter(ctx, p, value, mask)
+
+    return step
