@@ -39,6 +39,27 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q -e ".[test]"
   echo "$want" > "$stamp"
 fi
+
+# JupyterHub's proxy, configurable-http-proxy (an npm package), for the classroom test's real hub
+# (tests/test_jupyterhub.py). It goes into .venv (bin/ and lib/node_modules/), so activating the
+# venv puts it on PATH. Without npm (and not root to install it) that one test skips and says so.
+if [ ! -x .venv/bin/configurable-http-proxy ]; then
+  if ! command -v npm >/dev/null && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null; then
+    echo "cubelab setup: installing nodejs and npm (for JupyterHub's proxy)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq nodejs npm >/dev/null || true
+  fi
+  if command -v npm >/dev/null; then
+    echo "cubelab setup: installing configurable-http-proxy into .venv (npm)"
+    npm install -g --prefix .venv --no-audit --no-fund --loglevel=error \
+      "configurable-http-proxy@^5" >/dev/null \
+      || echo "cubelab setup: npm could not install configurable-http-proxy" >&2
+  else
+    echo "cubelab setup: no npm, so no configurable-http-proxy: the JupyterHub test will skip" >&2
+  fi
+fi
+
 # shellcheck disable=SC1091
 source .venv/bin/activate
 
