@@ -9,10 +9,10 @@ correspondence both read.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Callable, Protocol
 
 from cubelab.compiler.info import InfoLayout
-from cubelab.ir.core import KernelDefinition, Loc
+from cubelab.ir.core import OPS, KernelDefinition, Loc, Op
 
 
 @dataclass
@@ -52,3 +52,15 @@ def failure_comment(target: str, entry: str, exc: BaseException) -> str:
 
 class CodegenError(Exception):
     """The IR holds something this target cannot express."""
+
+
+def lowerings(emitter: type) -> dict[str, Callable[[Any, Op], None]]:
+    """IR op name -> the emitter's `op_<dialect>_<name>` method (`arith.add` -> `op_arith_add`),
+    for every op of `OPS` it has one for. Each target dispatches through its table, and its
+    "every IR op lowers" test compares the table with `OPS`."""
+    table = {}
+    for name in OPS:
+        method = getattr(emitter, "op_" + name.replace(".", "_"), None)
+        if method is not None:
+            table[name] = method
+    return table

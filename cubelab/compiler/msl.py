@@ -49,7 +49,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
-from cubelab.compiler.base import CodegenError, CompiledSource
+from cubelab.compiler.base import CodegenError, CompiledSource, lowerings
+from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, MATH_SAME, REMAINDER, UNARY
 from cubelab.compiler.info import info_layout
 from cubelab.ir.analysis import all_ops, buffer_io, max_value_id
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op, Value
@@ -58,9 +59,6 @@ from cubelab.ir.types import Array, Atomic, Elem, Pointer, RuntimeArray, Ty
 _SCALAR = {Elem.F32: "float", Elem.I32: "int32_t", Elem.U32: "uint32_t", Elem.BOOL: "bool"}
 _ELEM_BYTES = {Elem.F32: 4, Elem.I32: 4, Elem.U32: 4, Elem.BOOL: 1}
 _SPACE = {"global": "device", "shared": "threadgroup", "function": "thread"}
-_BIN = {"arith.add": "+", "arith.sub": "-", "arith.mul": "*", "arith.div": "/",
-        "arith.bitand": "&", "arith.bitor": "|", "arith.bitxor": "^", "arith.shl": "<<",
-        "arith.shr": ">>"}
 _MATH2 = {"pow": "pow"}
 _RMW = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit",
         "min": "atomic_fetch_min_explicit", "max": "atomic_fetch_max_explicit",
@@ -69,7 +67,6 @@ _RMW = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit",
 _PLANE_REDUCE = {"sum": "simd_sum", "min": "simd_min", "max": "simd_max", "prod": "simd_product"}
 _PLANE_VOTE = {"all": "simd_all", "any": "simd_any"}
 _RELAXED = "memory_order_relaxed"
-_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 # IR builtin -> (Metal attribute, component or None for a scalar attribute)
 _BUILTINS: dict[str, tuple[str, int | None]] = {
     "num_workgroups_x": ("threadgroups_per_grid", 0),
@@ -99,8 +96,7 @@ _SCALAR_BUILTINS = {"thread_index_in_threadgroup", "threads_per_simdgroup",
                     "thread_index_in_simdgroup", "simdgroup_index_in_threadgroup"}
 # math.unary fn -> MSL function. WGSL's round is half-to-even, which is Metal's `rint`.
 _MATH = {
-    "abs": "abs", "sqrt": "sqrt", "exp": "exp", "log": "log", "sin": "sin", "cos": "cos",
-    "tan": "tan", "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint",
+    **{fn: fn for fn in MATH_SAME}, "round": "rint",
     "trunc": "trunc", "exp2": "exp2", "log2": "log2", "rsqrt": "rsqrt",
     "sinh": "sinh", "cosh": "cosh", "asin": "asin", "acos": "acos", "atan": "atan",
     "fract": "fract", "sign": "sign", "saturate": "saturate",
@@ -338,14 +334,17 @@ class _Emitter:
             self.splat[op.result.id] = lit
 
     def _binary(self, op: Op) -> None:
-        sym = _BIN[op.name]
+        sym = BINARY[op.name]
         self.elementwise(op, lambda a: f"{a[0]} {sym} {a[1]}")
 
     op_arith_add = op_arith_sub = op_arith_mul = op_arith_div = _binary
     op_arith_bitand = op_arith_bitor = op_arith_bitxor = op_arith_shl = op_arith_shr = _binary
 
-    def op_arith_bitnot(self, op: Op) -> None:
-        self.elementwise(op, lambda a: f"~{a[0]}")
+    def _unary(self, op: Op) -> None:
+        sym = UNARY[op.name]
+        self.elementwise(op, lambda a: f"{sym}{a[0]}")
+
+    op_arith_bitnot = op_arith_not = op_arith_neg = _unary
 
     def op_arith_select(self, op: Op) -> None:
         # A scalar condition picks whole vectors; per component it picks the same side each time.
@@ -357,7 +356,7 @@ class _Emitter:
         if ty.elem.is_float:  # WGSL's float % truncates, as Metal's fmod does
             self.elementwise(op, lambda a: f"fmod({a[0]}, {a[1]})")
         else:
-            self.elementwise(op, lambda a: f"{a[0]} % {a[1]}")
+            self.elementwise(op, lambda a: f"{a[0]} {REMAINDER} {a[1]}")
 
     def op_arith_min(self, op: Op) -> None:
         self.elementwise(op, lambda a: f"min({a[0]}, {a[1]})")
@@ -366,20 +365,14 @@ class _Emitter:
         self.elementwise(op, lambda a: f"max({a[0]}, {a[1]})")
 
     def op_arith_cmp(self, op: Op) -> None:
-        sym = _CMP[op.attrs["pred"]]
+        sym = COMPARE[op.attrs["pred"]]
         self.elementwise(op, lambda a: f"{a[0]} {sym} {a[1]}")
 
-    def op_arith_and(self, op: Op) -> None:
-        self.elementwise(op, lambda a: f"{a[0]} && {a[1]}")
+    def _logical(self, op: Op) -> None:  # per component, so always the scalar operator
+        sym = LOGICAL[op.name]
+        self.elementwise(op, lambda a: f"{a[0]} {sym} {a[1]}")
 
-    def op_arith_or(self, op: Op) -> None:
-        self.elementwise(op, lambda a: f"{a[0]} || {a[1]}")
-
-    def op_arith_not(self, op: Op) -> None:
-        self.elementwise(op, lambda a: f"!{a[0]}")
-
-    def op_arith_neg(self, op: Op) -> None:
-        self.elementwise(op, lambda a: f"-{a[0]}")
+    op_arith_and = op_arith_or = _logical
 
     def op_arith_cast(self, op: Op) -> None:
         ty = op.result.type
@@ -586,21 +579,9 @@ class _Emitter:
         self.line(f"if(!{self.value(op.operands[0])}) {{ break; }}")
 
 
-# The ops this target lowers; `tests/test_msl.py` checks it covers `ir.core.OPS`.
-MSL_OPS: tuple[str, ...] = (
-    "arith.constant", "arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem",
-    "arith.min", "arith.max", "arith.cmp", "arith.and", "arith.or", "arith.not", "arith.neg",
-    "arith.cast", "arith.select", "arith.bitand", "arith.bitor", "arith.bitxor", "arith.bitnot",
-    "arith.shl", "arith.shr", "math.unary", "math.binary", "math.fma", "vector.splat",
-    "vector.extract", "builtin.read", "info.scalar", "buffer.len", "tensor.rank",
-    "tensor.shape", "tensor.stride", "memory.index", "memory.load", "memory.store",
-    "var.declare", "shared.declare", "sync.cube", "sync.storage", "atomic.load", "atomic.store",
-    "atomic.rmw", "atomic.cas", "plane.reduce", "plane.vote", "plane.broadcast", "plane.elect",
-    "scf.if", "scf.for", "scf.while", "scf.condition", "debug.print",
-)
-_LOWER: dict[str, Callable[[_Emitter, Op], None]] = {
-    name: getattr(_Emitter, "op_" + name.replace(".", "_")) for name in MSL_OPS
-}
+# The ops this target lowers (`tests/test_msl.py` checks they cover `ir.core.OPS`).
+_LOWER: dict[str, Callable[[_Emitter, Op], None]] = lowerings(_Emitter)
+MSL_OPS: tuple[str, ...] = tuple(_LOWER)
 
 _TYPEDEFS = (
     "typedef unsigned int uint32_t;",

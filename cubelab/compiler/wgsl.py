@@ -24,16 +24,14 @@ from __future__ import annotations
 import functools
 import math
 import struct
+from typing import Callable
 
-from cubelab.compiler.base import CodegenError, CompiledSource
+from cubelab.compiler.base import CodegenError, CompiledSource, lowerings
+from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, MATH_SAME, REMAINDER, UNARY
 from cubelab.compiler.info import info_layout
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op, Value
 from cubelab.ir.types import Array, Atomic, Pointer, RuntimeArray, Ty
 
-_BIN = {"arith.add": "+", "arith.sub": "-", "arith.mul": "*", "arith.div": "/", "arith.rem": "%",
-        "arith.bitand": "&", "arith.bitor": "|", "arith.bitxor": "^", "arith.shl": "<<",
-        "arith.shr": ">>"}
-_CMP = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 _BUILTINS = {
     "workgroup_id_x": "workgroup_id.x",
     "workgroup_id_y": "workgroup_id.y",
@@ -48,11 +46,12 @@ _BUILTINS = {
     "subgroup_size": "subgroup_size",
     "subgroup_invocation_id": "subgroup_invocation_id",
 }
-_MATH = {"abs", "sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "round"}
+_MATH = {*MATH_SAME, "round"}  # WGSL's round is half-to-even, the IR's rule
 _RMW = {"add": "atomicAdd", "sub": "atomicSub", "min": "atomicMin", "max": "atomicMax",
         "and": "atomicAnd", "or": "atomicOr", "xor": "atomicXor", "swap": "atomicExchange"}
 _PLANE_REDUCE = {"sum": "subgroupAdd", "min": "subgroupMin", "max": "subgroupMax"}
 _PLANE_VOTE = {"all": "subgroupAll", "any": "subgroupAny"}
+_VECTOR_LOGICAL = {"arith.and": "&", "arith.or": "|"}
 
 
 @functools.lru_cache(maxsize=256)
@@ -90,10 +89,14 @@ def wgsl_literal(value: object, ty: Ty) -> str:
 
 
 class _Emitter:
+    """Writes one kernel's body: `op(op)` dispatches to the `op_<dialect>_<name>` method of
+    each IR op (as `msl.py` does), at the current indent depth."""
+
     def __init__(self, kernel: KernelDefinition) -> None:
         self.kernel = kernel
         self.lines: list[str] = []
         self.line_map: dict[int, Loc] = {}
+        self.depth = 1
         self.place: dict[int, str] = {}  # pointer value id -> WGSL place expression
         self.info = info_layout(kernel)
         self.meta_index = {b.value.id: i for i, b in enumerate(kernel.buffers)}
@@ -109,180 +112,255 @@ class _Emitter:
         for b in kernel.buffers:
             self.place[b.value.id] = b.value.name
 
+    # -- lines --------------------------------------------------------------------------------
     def line(self, text: str, indent: int, loc: Loc | None = None) -> None:
         self.lines.append("    " * indent + text)
         if loc is not None:
             self.line_map[len(self.lines)] = loc
 
-    def ref(self, v: Value) -> str:
-        return v.name
+    def stmt(self, text: str, loc: Loc | None = None) -> None:
+        """A line of the body at the current depth."""
+        self.line(text, self.depth, loc)
 
-    def emit_block(self, block: Block, indent: int) -> None:
-        for op in block.ops:
-            self.emit_op(op, indent)
-
-    def let(self, op: Op, expr: str, indent: int) -> None:
+    def let(self, op: Op, expr: str) -> None:
         r = op.result
-        self.line(f"let {r.name}: {wgsl_type(r.type)} = {expr};", indent, op.loc)
+        self.stmt(f"let {r.name}: {wgsl_type(r.type)} = {expr};", op.loc)
 
-    def emit_op(self, op: Op, indent: int) -> None:
-        n = op.name
-        a = [self.ref(v) for v in op.operands]
-        if n == "arith.constant":
-            self.let(op, wgsl_literal(op.attrs["value"], op.result.type), indent)
-        elif n == "arith.rem" and op.result.type.elem.value == "i32":  # type: ignore[union-attr]
+    def nested(self, block: Block) -> None:
+        self.depth += 1
+        self.block(block)
+        self.depth -= 1
+
+    def block(self, block: Block) -> None:
+        for op in block.ops:
+            self.op(op)
+
+    def op(self, op: Op) -> None:
+        lower = _LOWER.get(op.name)
+        if lower is None:
+            raise CodegenError(f"the WGSL target does not implement op {op.name!r}")
+        lower(self, op)
+
+    # -- arithmetic ---------------------------------------------------------------------------
+    def op_arith_constant(self, op: Op) -> None:
+        self.let(op, wgsl_literal(op.attrs["value"], op.result.type))  # type: ignore[arg-type]
+
+    def _binary(self, op: Op) -> None:
+        a, b = op.operands
+        self.let(op, f"{a.name} {BINARY[op.name]} {b.name}")
+
+    op_arith_add = op_arith_sub = op_arith_mul = op_arith_div = _binary
+    op_arith_bitand = op_arith_bitor = op_arith_bitxor = op_arith_shl = op_arith_shr = _binary
+
+    def op_arith_rem(self, op: Op) -> None:
+        a, b = op.operands[0].name, op.operands[1].name
+        if op.result.type.elem.value == "i32":  # type: ignore[union-attr]
             # naga lowers a signed `%` to SPIR-V's OpSRem, which Vulkan leaves undefined for a
             # negative operand: NVIDIA returns the *unsigned* remainder (-7 % 2 == 1, found on
             # the H200; gfx-rs/wgpu#8191). WGSL's own definition, spelled out with the division
             # (well defined: x / 0 == x, MIN / -1 == MIN), gives the same answer everywhere.
             zero = f"{wgsl_type(op.result.type)}()"
-            self.let(op, f"select({a[0]} - {a[1]} * ({a[0]} / {a[1]}), {zero}, "
-                         f"{a[1]} == {zero})", indent)
-        elif n in _BIN:
-            self.let(op, f"{a[0]} {_BIN[n]} {a[1]}", indent)
-        elif n in ("arith.min", "arith.max"):
-            self.let(op, f"{n[6:]}({a[0]}, {a[1]})", indent)
-        elif n == "arith.cmp":
-            self.let(op, f"{a[0]} {_CMP[op.attrs['pred']]} {a[1]}", indent)
-        elif n in ("arith.and", "arith.or"):
-            vec = op.result.type.width > 1  # type: ignore[union-attr]
-            sym = {"arith.and": "&", "arith.or": "|"}[n]
-            self.let(op, f"{a[0]} {sym if vec else sym * 2} {a[1]}", indent)
-        elif n == "arith.not":
-            self.let(op, f"!{a[0]}", indent)
-        elif n == "arith.bitnot":
-            self.let(op, f"~{a[0]}", indent)
-        elif n == "arith.select":
-            # WGSL's select(f, t, cond) puts the false value first
-            self.let(op, f"select({a[2]}, {a[1]}, {a[0]})", indent)
-        elif n == "arith.neg":
-            self.let(op, f"-{a[0]}", indent)
-        elif n == "arith.cast":
-            self.let(op, f"{wgsl_type(op.result.type)}({a[0]})", indent)
-        elif n == "math.unary":
-            fn = op.attrs["fn"]
-            if fn not in _MATH:
-                raise CodegenError(f"math function {fn!r} has no WGSL lowering yet")
-            if fn == "abs" and op.result.type.elem.value == "u32":  # type: ignore[union-attr]
-                self.let(op, a[0], indent)
-            else:
-                self.let(op, f"{fn}({a[0]})", indent)
-        elif n == "math.binary":
-            fn = op.attrs["fn"]
-            if fn != "pow":
-                raise CodegenError(f"math function {fn!r} has no WGSL lowering yet")
-            self.let(op, f"pow({a[0]}, {a[1]})", indent)
-        elif n == "math.fma":
-            self.let(op, f"fma({a[0]}, {a[1]}, {a[2]})", indent)
-        elif n == "vector.extract":
-            self.let(op, f"{a[0]}[{int(op.attrs['index'])}]", indent)
-        elif n == "vector.splat":
-            self.let(op, f"{wgsl_type(op.result.type)}({a[0]})", indent)
-        elif n == "builtin.read":
-            self.let(op, _BUILTINS[op.attrs["name"]], indent)
-        elif n == "info.scalar":
-            elem, idx = op.attrs["elem"], op.attrs["index"]
-            expr = f"info.scalars_{elem}[{idx}]"
-            self.let(op, f"{expr} != 0u" if elem == "bool" else expr, indent)
-        elif n == "buffer.len":
-            base = op.operands[0]
-            if base.id not in self.meta_index:
-                raise CodegenError("buffer.len on a value that is not a buffer argument")
-            self.let(op, f"info.static_meta[{self.meta_index[base.id]}]", indent)
-        elif n in ("tensor.rank", "tensor.shape", "tensor.stride"):
-            base = op.operands[0]
-            if base.id not in self.tensor_index:
-                raise CodegenError(f"{n} on a value that is not a tensor argument")
-            at = len(self.kernel.buffers) + 2 * self.tensor_index[base.id]
-            if n == "tensor.rank":
-                self.let(op, f"info.static_meta[{at}]", indent)
-            elif n == "tensor.shape":
-                self.let(op, f"info.dynamic_meta[info.static_meta[{at + 1}] + {a[1]}]", indent)
-            else:
-                self.let(op, f"info.dynamic_meta[info.static_meta[{at + 1}] + "
-                             f"info.static_meta[{at}] + {a[1]}]", indent)
-        elif n == "memory.index":
-            base, index = op.operands
-            r = op.result
-            self.line(f"let {r.name} = &{self.place[base.id]}[{index.name}];", indent, op.loc)
-            self.place[r.id] = f"(*{r.name})"
-        elif n == "memory.load":
-            self.let(op, self.place[op.operands[0].id], indent)
-        elif n == "memory.store":
-            ptr, value = op.operands
-            self.line(f"{self.place[ptr.id]} = {value.name};", indent, op.loc)
-        elif n == "shared.declare":
-            self.place[op.result.id] = self.shared_names[op.result.id]
-        elif n == "sync.cube":
-            self.line("workgroupBarrier();", indent, op.loc)
-        elif n == "sync.storage":
-            self.line("storageBarrier();", indent, op.loc)
-        elif n == "atomic.load":
-            self.let(op, f"atomicLoad(&{self.place[op.operands[0].id]})", indent)
-        elif n == "atomic.store":
-            ptr, value = op.operands
-            self.line(f"atomicStore(&{self.place[ptr.id]}, {value.name});", indent, op.loc)
-        elif n == "atomic.rmw":
-            ptr, value = op.operands
-            fn = _RMW[op.attrs["kind"]]
-            self.let(op, f"{fn}(&{self.place[ptr.id]}, {value.name})", indent)
-        elif n == "atomic.cas":
-            ptr, cmp, new = op.operands
-            self.let(op, f"atomicCompareExchangeWeak(&{self.place[ptr.id]}, {cmp.name}, "
-                         f"{new.name}).old_value", indent)
-        elif n == "plane.reduce":
-            self.let(op, f"{_PLANE_REDUCE[op.attrs['kind']]}({a[0]})", indent)
-        elif n == "plane.vote":
-            self.let(op, f"{_PLANE_VOTE[op.attrs['kind']]}({a[0]})", indent)
-        elif n == "plane.broadcast":
-            self.let(op, f"subgroupShuffle({a[0]}, {a[1]})", indent)
-        elif n == "plane.elect":
-            self.let(op, "subgroup_invocation_id == subgroupBroadcastFirst(subgroup_invocation_id)",
-                     indent)
-        elif n == "scf.while":
-            cond_block, body = op.regions
-            self.line("loop {", indent, op.loc)
-            self.emit_block(cond_block, indent + 1)
-            self.emit_block(body, indent + 1)
-            self.line("}", indent)
-        elif n == "scf.condition":
-            self.line(f"if !({a[0]}) {{ break; }}", indent, op.loc)
-        elif n == "var.declare":
-            r = op.result
-            assert isinstance(r.type, Pointer)
-            name = f"l{r.id}"
-            self.line(f"var {name}: {wgsl_type(r.type.pointee)};", indent, op.loc)
-            self.place[r.id] = name
-        elif n == "scf.if":
-            self.line(f"if {a[0]} {{", indent, op.loc)
-            self.emit_block(op.regions[0], indent + 1)
-            if op.regions[1].ops:
-                self.line("} else {", indent)
-                self.emit_block(op.regions[1], indent + 1)
-            self.line("}", indent)
-        elif n == "scf.for":
-            start, end, step = op.operands
-            (body,) = op.regions
-            (iv,) = body.args
-            ty = wgsl_type(iv.type)
-            ctr = f"i{iv.id}"
-            self.line(
-                f"for (var {ctr}: {ty} = {start.name}; {ctr} < {end.name}; "
-                f"{ctr} = {ctr} + {step.name}) {{",
-                indent,
-                op.loc,
-            )
-            self.line(f"let {iv.name}: {ty} = {ctr};", indent + 1, op.loc)
-            self.emit_block(body, indent + 1)
-            self.line("}", indent)
-        elif n == "debug.print":
-            where = f" (line {op.loc.line})" if op.loc else ""
-            raise CodegenError(
-                f"debug_print{where} is not supported on the wgpu runtime: WGSL has no printf. "
-                "Launch the kernel on the CPU runtime (Device.cpu().client()), where each unit "
-                "prints its line, or remove the call")
+            self.let(op, f"select({a} - {b} * ({a} / {b}), {zero}, {b} == {zero})")
         else:
-            raise CodegenError(f"the WGSL target does not implement op {n!r}")
+            self.let(op, f"{a} {REMAINDER} {b}")
+
+    def _min_max(self, op: Op) -> None:
+        a, b = op.operands
+        self.let(op, f"{op.name[6:]}({a.name}, {b.name})")
+
+    op_arith_min = op_arith_max = _min_max
+
+    def op_arith_cmp(self, op: Op) -> None:
+        a, b = op.operands
+        self.let(op, f"{a.name} {COMPARE[op.attrs['pred']]} {b.name}")
+
+    def _logical(self, op: Op) -> None:
+        # WGSL has no `&&`/`||` on vectors of bools: there `&`/`|` work componentwise
+        a, b = op.operands
+        vector = op.result.type.width > 1  # type: ignore[union-attr]
+        sym = _VECTOR_LOGICAL[op.name] if vector else LOGICAL[op.name]
+        self.let(op, f"{a.name} {sym} {b.name}")
+
+    op_arith_and = op_arith_or = _logical
+
+    def _unary(self, op: Op) -> None:
+        self.let(op, f"{UNARY[op.name]}{op.operands[0].name}")
+
+    op_arith_not = op_arith_bitnot = op_arith_neg = _unary
+
+    def op_arith_select(self, op: Op) -> None:
+        cond, t, f = op.operands
+        self.let(op, f"select({f.name}, {t.name}, {cond.name})")  # WGSL puts the false value first
+
+    def op_arith_cast(self, op: Op) -> None:
+        self.let(op, f"{wgsl_type(op.result.type)}({op.operands[0].name})")
+
+    # -- math and vectors ---------------------------------------------------------------------
+    def op_math_unary(self, op: Op) -> None:
+        fn = op.attrs["fn"]
+        if fn not in _MATH:
+            raise CodegenError(f"math function {fn!r} has no WGSL lowering yet")
+        x = op.operands[0].name
+        if fn == "abs" and op.result.type.elem.value == "u32":  # type: ignore[union-attr]
+            self.let(op, x)
+        else:
+            self.let(op, f"{fn}({x})")
+
+    def op_math_binary(self, op: Op) -> None:
+        fn = op.attrs["fn"]
+        if fn != "pow":
+            raise CodegenError(f"math function {fn!r} has no WGSL lowering yet")
+        a, b = op.operands
+        self.let(op, f"pow({a.name}, {b.name})")
+
+    def op_math_fma(self, op: Op) -> None:
+        a, b, c = op.operands
+        self.let(op, f"fma({a.name}, {b.name}, {c.name})")
+
+    def op_vector_extract(self, op: Op) -> None:
+        self.let(op, f"{op.operands[0].name}[{int(op.attrs['index'])}]")
+
+    def op_vector_splat(self, op: Op) -> None:
+        self.let(op, f"{wgsl_type(op.result.type)}({op.operands[0].name})")
+
+    # -- kernel inputs ------------------------------------------------------------------------
+    def op_builtin_read(self, op: Op) -> None:
+        self.let(op, _BUILTINS[op.attrs["name"]])
+
+    def op_info_scalar(self, op: Op) -> None:
+        elem, idx = op.attrs["elem"], op.attrs["index"]
+        expr = f"info.scalars_{elem}[{idx}]"
+        self.let(op, f"{expr} != 0u" if elem == "bool" else expr)
+
+    def op_buffer_len(self, op: Op) -> None:
+        base = op.operands[0]
+        if base.id not in self.meta_index:
+            raise CodegenError("buffer.len on a value that is not a buffer argument")
+        self.let(op, f"info.static_meta[{self.meta_index[base.id]}]")
+
+    def _tensor_at(self, op: Op) -> int:
+        """Where this tensor's rank sits in static_meta (its dynamic_meta offset follows)."""
+        base = op.operands[0]
+        if base.id not in self.tensor_index:
+            raise CodegenError(f"{op.name} on a value that is not a tensor argument")
+        return len(self.kernel.buffers) + 2 * self.tensor_index[base.id]
+
+    def op_tensor_rank(self, op: Op) -> None:
+        self.let(op, f"info.static_meta[{self._tensor_at(op)}]")
+
+    def op_tensor_shape(self, op: Op) -> None:
+        at = self._tensor_at(op)
+        self.let(op, f"info.dynamic_meta[info.static_meta[{at + 1}] + {op.operands[1].name}]")
+
+    def op_tensor_stride(self, op: Op) -> None:
+        at = self._tensor_at(op)
+        self.let(op, f"info.dynamic_meta[info.static_meta[{at + 1}] + "
+                     f"info.static_meta[{at}] + {op.operands[1].name}]")
+
+    # -- memory -------------------------------------------------------------------------------
+    def op_memory_index(self, op: Op) -> None:
+        base, index = op.operands
+        r = op.result
+        self.stmt(f"let {r.name} = &{self.place[base.id]}[{index.name}];", op.loc)
+        self.place[r.id] = f"(*{r.name})"
+
+    def op_memory_load(self, op: Op) -> None:
+        self.let(op, self.place[op.operands[0].id])
+
+    def op_memory_store(self, op: Op) -> None:
+        ptr, value = op.operands
+        self.stmt(f"{self.place[ptr.id]} = {value.name};", op.loc)
+
+    def op_var_declare(self, op: Op) -> None:
+        r = op.result
+        assert isinstance(r.type, Pointer)
+        name = f"l{r.id}"
+        self.stmt(f"var {name}: {wgsl_type(r.type.pointee)};", op.loc)
+        self.place[r.id] = name
+
+    def op_shared_declare(self, op: Op) -> None:  # declared at module scope by compile_wgsl
+        self.place[op.result.id] = self.shared_names[op.result.id]
+
+    # -- synchronisation and atomics ----------------------------------------------------------
+    def op_sync_cube(self, op: Op) -> None:
+        self.stmt("workgroupBarrier();", op.loc)
+
+    def op_sync_storage(self, op: Op) -> None:
+        self.stmt("storageBarrier();", op.loc)
+
+    def op_atomic_load(self, op: Op) -> None:
+        self.let(op, f"atomicLoad(&{self.place[op.operands[0].id]})")
+
+    def op_atomic_store(self, op: Op) -> None:
+        ptr, value = op.operands
+        self.stmt(f"atomicStore(&{self.place[ptr.id]}, {value.name});", op.loc)
+
+    def op_atomic_rmw(self, op: Op) -> None:
+        ptr, value = op.operands
+        self.let(op, f"{_RMW[op.attrs['kind']]}(&{self.place[ptr.id]}, {value.name})")
+
+    def op_atomic_cas(self, op: Op) -> None:
+        ptr, cmp, new = op.operands
+        self.let(op, f"atomicCompareExchangeWeak(&{self.place[ptr.id]}, {cmp.name}, "
+                     f"{new.name}).old_value")
+
+    # -- plane (subgroup) ops -----------------------------------------------------------------
+    def op_plane_reduce(self, op: Op) -> None:
+        self.let(op, f"{_PLANE_REDUCE[op.attrs['kind']]}({op.operands[0].name})")
+
+    def op_plane_vote(self, op: Op) -> None:
+        self.let(op, f"{_PLANE_VOTE[op.attrs['kind']]}({op.operands[0].name})")
+
+    def op_plane_broadcast(self, op: Op) -> None:
+        value, lane = op.operands
+        self.let(op, f"subgroupShuffle({value.name}, {lane.name})")
+
+    def op_plane_elect(self, op: Op) -> None:
+        self.let(op, "subgroup_invocation_id == subgroupBroadcastFirst(subgroup_invocation_id)")
+
+    # -- structured control flow --------------------------------------------------------------
+    def op_scf_if(self, op: Op) -> None:
+        self.stmt(f"if {op.operands[0].name} {{", op.loc)
+        self.nested(op.regions[0])
+        if op.regions[1].ops:
+            self.stmt("} else {")
+            self.nested(op.regions[1])
+        self.stmt("}")
+
+    def op_scf_for(self, op: Op) -> None:
+        start, end, step = op.operands
+        (body,) = op.regions
+        (iv,) = body.args
+        ty = wgsl_type(iv.type)
+        ctr = f"i{iv.id}"
+        self.stmt(f"for (var {ctr}: {ty} = {start.name}; {ctr} < {end.name}; "
+                  f"{ctr} = {ctr} + {step.name}) {{", op.loc)
+        self.line(f"let {iv.name}: {ty} = {ctr};", self.depth + 1, op.loc)
+        self.nested(body)
+        self.stmt("}")
+
+    def op_scf_while(self, op: Op) -> None:
+        cond_block, body = op.regions
+        self.stmt("loop {", op.loc)
+        self.nested(cond_block)
+        self.nested(body)
+        self.stmt("}")
+
+    def op_scf_condition(self, op: Op) -> None:
+        self.stmt(f"if !({op.operands[0].name}) {{ break; }}", op.loc)
+
+    # -- debugging ----------------------------------------------------------------------------
+    def op_debug_print(self, op: Op) -> None:
+        where = f" (line {op.loc.line})" if op.loc else ""
+        raise CodegenError(
+            f"debug_print{where} is not supported on the wgpu runtime: WGSL has no printf. "
+            "Launch the kernel on the CPU runtime (Device.cpu().client()), where each unit "
+            "prints its line, or remove the call")
+
+
+# The ops this target lowers (`tests/test_wgsl.py` checks they cover `ir.core.OPS`).
+_LOWER: dict[str, Callable[[_Emitter, Op], None]] = lowerings(_Emitter)
+WGSL_OPS: tuple[str, ...] = tuple(_LOWER)
 
 
 def compile_wgsl(kernel: KernelDefinition) -> CompiledSource:
@@ -326,7 +404,7 @@ def compile_wgsl(kernel: KernelDefinition) -> CompiledSource:
         + ") {",
         0,
     )
-    e.emit_block(kernel.body, 1)
+    e.block(kernel.body)
     e.line("}", 0)
     return CompiledSource("wgsl", kernel.entry, "\n".join(e.lines) + "\n", e.info, e.line_map)
 
