@@ -8,8 +8,9 @@ the plan is built, never per launch.
   only use is an index the slice fast path replaces, for one).
 - `uniform_ops`: values equal for every unit of a launch and depending only on its scalars,
   lengths and grid; the plan computes them once per launch signature.
-- `written_buffers` / `view_loads`: which buffers a kernel writes, and which loads of those may
-  still return a view of memory instead of a copy (saxpy's `y[i]`).
+- `view_loads`: which loads of a buffer the kernel writes may still return a view of memory
+  instead of a copy (saxpy's `y[i]`). Which buffers it writes, and what an op does to a buffer,
+  is `cubelab.ir.analysis` (the one home of that rule, shared with the server and the targets).
 - `free_ids`: what a compacted branch must see from outside it.
 
 The trap: every analysis here must be *conservative* — a value wrongly called uniform, dead or
@@ -18,6 +19,8 @@ lane-equal is a silently wrong kernel. When in doubt, an op is not pure and a va
 
 from __future__ import annotations
 
+from cubelab.ir import analysis as ir_analysis
+from cubelab.ir.analysis import Effect
 from cubelab.ir.core import Block, KernelDefinition, Op, Value
 from cubelab.ir.types import Elem, Ty
 
@@ -113,17 +116,8 @@ def is_pure(op: Op) -> bool:
 
 
 def value_count(definition: KernelDefinition) -> int:
-    """One more than the largest value id of the kernel (the size of a chunk's value table)."""
-    top = 0
-    for b in definition.buffers:
-        top = max(top, b.value.id)
-    for op in definition.walk():
-        for v in op.results:
-            top = max(top, v.id)
-        for reg in op.regions:
-            for a in reg.args:
-                top = max(top, a.id)
-    return top + 1
+    """The size of a chunk's value table: one slot per SSA id up to the largest in use."""
+    return max(ir_analysis.max_value_id(definition), 0) + 1
 
 
 def liveness(definition: KernelDefinition, lane_ids: set[int],
@@ -179,21 +173,7 @@ def uniform_ops(definition: KernelDefinition, needed: set[int] | None,
     return out
 
 
-# -- what a kernel writes -----------------------------------------------------------------------
-def written_buffers(definition: KernelDefinition) -> set[int]:
-    """Binding indices of buffers this kernel stores to (or updates atomically)."""
-    origin: dict[int, int] = {b.value.id: b.index for b in definition.buffers}
-    written: set[int] = set()
-    for op in definition.walk():
-        if op.name == "memory.index" and op.operands[0].id in origin:
-            origin[op.result.id] = origin[op.operands[0].id]
-        if op.name in ("memory.store", "atomic.store", "atomic.rmw", "atomic.cas"):
-            b = origin.get(op.operands[0].id)
-            if b is not None:
-                written.add(b)
-    return written
-
-
+# -- loads that may stay views ------------------------------------------------------------------
 def view_loads(definition: KernelDefinition, written: set[int]) -> set[int]:
     """Loads of a *written* buffer that may still return a view of its memory (by id(op)):
     every use of the value (and of views of it) comes before the first op of the same
@@ -217,11 +197,11 @@ def view_loads(definition: KernelDefinition, written: set[int]) -> set[int]:
     index_block(definition.body, None)
     ops = list(definition.walk())
     for op in ops:
-        if op.name == "memory.index" and op.operands[0].id in origin:
+        if ir_analysis.effect_of(op) is Effect.DERIVE and op.operands[0].id in origin:
             origin[op.result.id] = origin[op.operands[0].id]
 
     def writes(op: Op, b: int) -> bool:
-        return any(o.name in ("memory.store", "atomic.store", "atomic.rmw", "atomic.cas")
+        return any(ir_analysis.effect_of(o) in (Effect.WRITE, Effect.READ_WRITE)
                    and origin.get(o.operands[0].id) == b for o in op.walk())
 
     def position_in(op: Op, block: Block) -> int | None:

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from cubelab.ir import analysis as ir_analysis
 from cubelab.ir.core import Block, KernelDefinition, Op
 from cubelab.runtime.cpu import analysis
 from cubelab.runtime.cpu import steps as _steps  # noqa: F401  (registers every op's builder)
@@ -77,7 +78,7 @@ class Plan:
         self.needed = analysis.liveness(definition, self.lane_ids, self.lane_min) \
             if not traced else None
         self.used_results = {o.id for op in definition.walk() for o in op.operands}
-        self.written = analysis.written_buffers(definition)
+        self.written = ir_analysis.written_buffers(definition)
         self.view_loads = analysis.view_loads(definition, self.written)
         # Values that are the same for every unit of a launch and depend only on its scalars,
         # lengths and grid (constants, `x.len() - 1`, `Vector.new(a)`, ...) are computed once per
