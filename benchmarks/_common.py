@@ -58,10 +58,13 @@ class RawWgpu:
     def pipeline(self, wgsl: str, entry: str, buffers: list[tuple[Any, bool]]) -> tuple[Any, Any]:
         wgpu = self.wgpu
         module = self.device.create_shader_module(code=wgsl)
+        # cubelab's WGSL declares every buffer argument read_write (pooled slices share pages;
+        # docs/runtime.md, "Memory") and the info block, last, read-only; the layout must match
         ro = wgpu.BufferBindingType.read_only_storage
         entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
-                    "buffer": {"type": wgpu.BufferBindingType.storage if w else ro}}
-                   for i, (_, w) in enumerate(buffers)]
+                    "buffer": {"type": ro if i == len(buffers) - 1 else
+                               wgpu.BufferBindingType.storage}}
+                   for i in range(len(buffers))]
         bgl = self.device.create_bind_group_layout(entries=entries)
         pl = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
         pipe = self.device.create_compute_pipeline(layout=pl, compute={"module": module,

@@ -13,6 +13,7 @@ from cubelab.errors import (
     DeviceError,
     KernelSourceError,
     LaunchError,
+    ReleasedHandleError,
     ResourceError,
 )
 from cubelab.frontend.kernel import cube
@@ -36,5 +37,5 @@ __all__ = [
     "BufferFailure", "CompileError", "CubeError", "DeviceError", "KernelSourceError",
     "LaunchError", "cube", "Device", "BufferArg", "Handle", "ScalarArg", "CubeCount", "CubeDim",
     "ExecutionMode", "KernelId", "__version__", "CaptureError", "ResourceError", "LaunchMode",
-    "dry_run", "real_run", "stream", "TensorArg",
+    "dry_run", "real_run", "stream", "TensorArg", "ReleasedHandleError",
 ]

@@ -89,3 +89,8 @@ class CaptureError(CubeError):
 
 class DeviceFault(DeviceError):
     """The device itself failed (reported by `sync()`, which owns faults no buffer can carry)."""
+
+
+class ReleasedHandleError(CubeError):
+    """A handle was used after `client.free(handle)` (or the end of its `with` block). Its
+    memory may already belong to another buffer, so nothing is read, written or launched."""

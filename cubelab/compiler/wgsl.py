@@ -2,7 +2,11 @@
 
 Layout follows the seed's MSL, translated to WebGPU:
 
-- one `var<storage, read>` (or `read_write`) binding per buffer argument, named after its IR value;
+- one `var<storage, read_write>` binding per buffer argument, named after its IR value — read-only
+  ones (`Slice`, `Tensor`) too, as CubeCL does on native wgpu: buffers are slices of pooled
+  pages, WebGPU refuses one page bound both read-only and writable in one dispatch, and the
+  bind-group layout must match the declaration (docs/runtime.md, "Memory"). The comment after
+  each binding says which ones the kernel only reads;
 - one `info` storage binding after them, an `info_st` struct of scalar groups then `static_meta`;
 - the entry `@compute @workgroup_size(x, y, z) fn <entry>(...)` takes the primitive builtins
   (`workgroup_id`, `num_workgroups`, `local_invocation_index`, `local_invocation_id`); derived
@@ -366,10 +370,11 @@ WGSL_OPS: tuple[str, ...] = tuple(_LOWER)
 def compile_wgsl(kernel: KernelDefinition) -> CompiledSource:
     e = _Emitter(kernel)
     for b in kernel.buffers:
-        access = "read_write" if b.writable else "read"
         ty = wgsl_type(RuntimeArray(b.item))  # type: ignore[arg-type]
+        note = "" if b.writable else " (read-only; read_write because pooled slices share pages)"
         e.line(
-            f"@group(0) @binding({b.index}) var<storage, {access}> {b.value.name}: {ty}; // {b.name}",
+            f"@group(0) @binding({b.index}) var<storage, read_write> {b.value.name}: {ty}; "
+            f"// {b.name}{note}",
             0,
         )
     e.line("", 0)

@@ -304,7 +304,8 @@ class BuffersSnapshot:
 
 
 class BufferStates(Ledger):
-    """Every buffer the bus has mentioned, with its state and history (seed 001).
+    """Every live buffer the bus has mentioned, with its state and history (seed 001); a
+    buffer whose memory was released (`MemoryReleased`) leaves the board.
 
     `claims=True` also follows every claim and release — the "claimed" state of a launch in
     flight and a "written by N launches" history line. It is off by default because it is the
@@ -314,7 +315,7 @@ class BufferStates(Ledger):
     """
 
     _FAILURE_KINDS = (ev.BufferCreated, ev.BufferFailed, ev.BufferRepaired, ev.LaunchFailed,
-                      ev.LaunchSkipped, ev.OobReported)
+                      ev.LaunchSkipped, ev.OobReported, ev.MemoryReleased)
 
     def __init__(self, bus: ev.EventBus | None = None, claims: bool = False,
                  max_history: int = 50, max_oob: int = 200) -> None:
@@ -394,6 +395,9 @@ class BufferStates(Ledger):
             for h in e.buffers:
                 self._set(h, "failed", e, e.kernel, e.launch_seq, "launch failed", e.kernel,
                           _error_text(e.error))
+        elif isinstance(e, ev.MemoryReleased):
+            # the buffer is gone (its failure record went with it): so is its row
+            self._buffers.pop(e.handle_id, None)
         elif isinstance(e, ev.OobReported):
             if len(self._oob) < self.max_oob:
                 self._oob.append(OobRow(e.kernel, e.buffer, e.index, e.length, e.unit, e.cube,

@@ -17,8 +17,10 @@ warm-up run before `start_capture` is for (run the work once, then record it). A
 because one of its inputs carries a failure dooms the capture too: the recording would be
 missing that launch.
 
-Replay's contract, unchecked like CubeCL's: every buffer the recording touched is still alive,
-nobody else is using them during the replay, and results are read after it like any launch's.
+Replay's contract: every buffer the recording touched is still alive — a `Graph` holds its
+handles, so dropping them elsewhere does not release their memory, and replaying after
+`client.free` of one of them raises `ReleasedHandleError` — and, unchecked like CubeCL's, nobody
+else is using them during the replay, and results are read after it like any launch's.
 Each replayed dispatch still goes through the ExecuteScope, so failures stay buffer state.
 
 Refusing `start_capture` (a window already open on the stream) leaves the existing capture as
@@ -76,6 +78,15 @@ class Graph:
         self._client = client
         self.records = records
         self.stream = stream
+        # every handle the recording uses, once: the graph keeps them alive (their memory is
+        # not reused while it lives) and replay refuses if one was freed explicitly
+        seen: dict[int, Any] = {}
+        for r in records:
+            for b in r.bindings.buffers:
+                seen[b.handle.id] = b.handle
+            if r.count.handle is not None:
+                seen[r.count.handle.id] = r.count.handle
+        self.handles = tuple(seen.values())
 
     def __len__(self) -> int:
         return len(self.records)

@@ -20,20 +20,23 @@ or `sync_buffers`. `sync()` reports device faults only.
 
 from __future__ import annotations
 
+import functools
+import gc
 import itertools
 import threading
 from typing import TYPE_CHECKING, Any, Iterable
 
-from cubelab.errors import LaunchError
+from cubelab.errors import LaunchError, ResourceError
 from cubelab.runtime import events as ev
 from cubelab.runtime.capture import Graph
 from cubelab.runtime.dry_run import launch_mode
-from cubelab.runtime.handle import Handle
+from cubelab.runtime.handle import Handle, refuse_released
 from cubelab.runtime.kernel import Bindings, CubeCount, CubeKernel
 from cubelab.runtime.streams import current_stream
 
 if TYPE_CHECKING:
     from cubelab.runtime.device import Device
+    from cubelab.runtime.memory_pool import MemoryUsage
     from cubelab.runtime.properties import DeviceProperties
 
 _launch_seq = itertools.count(1)
@@ -58,6 +61,8 @@ class Client:
         self.events: ev.EventBus = device.bus
         self._profile_depth = threading.local()
         self._pin = threading.local()  # set_stream: per thread, since one Client serves all
+        # what a handle's __del__ / free calls: post "release #id" on the device's queue
+        self._post_release = functools.partial(self._runner.submit, self._server.release)
 
     # -- identity -----------------------------------------------------------------------------
     def name(self) -> str:
@@ -94,20 +99,57 @@ class Client:
         return int(self._server.max_tasks)
 
     # -- memory -------------------------------------------------------------------------------
-    def _alloc(self, handle: Handle, raw: bytes | None) -> Handle:
-        self._runner.call(self._server.alloc, handle, raw, self.stream_id())
+    def _alloc(self, handle: Handle, raw: bytes | None, zero: bool = False) -> Handle:
+        call, server, stream = self._runner.call, self._server, self.stream_id()
+        try:
+            call(server.alloc, handle, raw, stream, zero)
+        except ResourceError:
+            # Handles caught in reference cycles die only when the collector runs (CubeCL's
+            # handles die at the end of their scope): collect, let the releases that posts
+            # reach the pool, give unused pages back, and try once more.
+            gc.collect()
+            call(server.memory_cleanup)
+            call(server.alloc, handle, raw, stream, zero)
+        handle._release = self._post_release  # from now on, dropping it releases its memory
         if self.events.active:
             self.events.publish(ev.BufferCreated(handle.id, handle.size))
         return handle
 
     def create_from_slice(self, data: Any) -> Handle:
+        """A new buffer holding `data` (bytes, or anything with `.tobytes()`)."""
         raw = _as_bytes(data)
         return self._alloc(Handle.new(len(raw), self._device.id), raw)
 
     def empty(self, size: int) -> Handle:
+        """A new buffer of `size` bytes whose contents are unspecified: memory reused from the
+        pool keeps whatever its last owner wrote (CubeCL's `empty`). Use `zeros` for zeroes."""
         if not isinstance(size, int) or size < 0:
             raise ValueError(f"empty(size) needs a byte count >= 0, got {size!r}")
         return self._alloc(Handle.new(size, self._device.id), None)
+
+    def zeros(self, size: int) -> Handle:
+        """A new buffer of `size` bytes, all zero."""
+        if not isinstance(size, int) or size < 0:
+            raise ValueError(f"zeros(size) needs a byte count >= 0, got {size!r}")
+        return self._alloc(Handle.new(size, self._device.id), None, zero=True)
+
+    def free(self, handle: Handle) -> None:
+        """Release `handle` now instead of when its last reference goes (`del` does that).
+        Any later use of it raises `ReleasedHandleError`; work already queued with it still
+        runs, and its memory returns to the pool only after that work is submitted.
+        `with client.empty(n) as h:` frees `h` at the end of the block."""
+        self._expect_local(handle, "free")
+        handle._free()
+
+    def memory_usage(self) -> "MemoryUsage":
+        """What the device's memory pools hold: `bytes_in_use`, `bytes_reserved`, `pages` with
+        their slices, counters (see `runtime/memory_pool.py`)."""
+        return self._runner.call(self._server.memory_usage)  # type: ignore[no-any-return]
+
+    def memory_cleanup(self) -> "MemoryUsage":
+        """Give every page that holds no live buffer back to the driver / the OS; returns the
+        usage afterwards."""
+        return self._runner.call(self._server.memory_cleanup)  # type: ignore[no-any-return]
 
     def write(self, handle: Handle, data: Any) -> None:
         """Host write into an existing buffer (the data becomes valid: any failure is gone)."""
@@ -176,6 +218,9 @@ class Client:
         return Graph(self, records, sid)
 
     def _replay(self, graph: Graph) -> None:
+        for h in graph.handles:
+            if h.released:
+                refuse_released(h, f"replay of {graph!r}")
         if launch_mode().is_skipped:
             return
         seq0 = next(_launch_seq)
@@ -193,6 +238,8 @@ class Client:
                 f"device {self._device.id} ({self.name()}). Memory coordinates from another "
                 "device mean nothing here; create the buffer with this client."
             )
+        if handle.released:
+            refuse_released(handle, what)
 
     @property
     def profiling(self) -> bool:
@@ -210,7 +257,7 @@ class Client:
             self._expect_local(count.handle, f"launch of `{kernel.name}` (dynamic cube count)")
         for b in bindings.buffers:
             h = b.handle
-            if not isinstance(h, Handle) or h.device_id != dev:  # the message only if needed
+            if not isinstance(h, Handle) or h.device_id != dev or h.released:  # message if needed
                 self._expect_local(h, f"launch of `{kernel.name}`")
         # Gate 3: only this thread knows whether this launch is a dry run or a measurement.
         mode = launch_mode()

@@ -151,6 +151,63 @@ class BufferCreated(Event):
 
 
 @dataclass(slots=True, eq=False)
+class MemoryAllocated(Event):
+    """Device thread: `handle_id` got `size` bytes (`reserved` after alignment) at `offset` of
+    page `page` in the `pool` ("sliced" | "exclusive"). `reused`: the bytes came from the pool,
+    no new page was asked of the driver."""
+
+    handle_id: int
+    size: int
+    reserved: int
+    pool: str
+    page: int
+    offset: int
+    reused: bool
+
+
+@dataclass(slots=True, eq=False)
+class MemoryReleased(Event):
+    """Device thread: the slice of `handle_id` is back in its pool. `why`: "dropped" (the last
+    Python reference died) or "freed" (`client.free` / the end of a `with` block); `deferred`:
+    it waited for queued work that still used it to be submitted first."""
+
+    handle_id: int
+    size: int
+    pool: str
+    page: int
+    offset: int
+    why: str
+    deferred: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class MemoryReleaseDeferred(Event):
+    """Device thread: `handle_id` was dropped while work queued on `stream` still uses it; its
+    slice returns to the pool when that stream is submitted (then `MemoryReleased`)."""
+
+    handle_id: int
+    stream: int
+    why: str
+
+
+@dataclass(slots=True, eq=False)
+class PageAllocated(Event):
+    """A new page was asked of the driver / the OS."""
+
+    page: int
+    pool: str
+    size: int
+
+
+@dataclass(slots=True, eq=False)
+class MemoryCleanedUp(Event):
+    """`client.memory_cleanup()`: `pages` unused pages (`bytes` in all) given back."""
+
+    pages: tuple[int, ...]
+    bytes: int
+
+
+@dataclass(slots=True, eq=False)
 class Flushed(Event):
     """Queued dispatches were encoded into one command buffer and submitted (why says what
     triggered it: idle, read, sync, max_tasks, profile, host-write)."""

@@ -129,6 +129,10 @@ class FailureLedger:
     def forget(self, handle: "Handle") -> None:
         self._entries.pop(handle.id, None)
 
+    def forget_id(self, handle_id: int) -> None:
+        """The handle is gone: its failure record goes with it."""
+        self._entries.pop(handle_id, None)
+
 
 class LaunchInfo(NamedTuple):
     """Who is opening the scope (for the ledger's records and the events). A tuple: one is
@@ -147,12 +151,28 @@ def _ids(written: list[tuple["Handle", str]]) -> tuple[int, ...]:
 def fail_buffers(ledger: FailureLedger, bus: ev.EventBus, launch: LaunchInfo,
                  written: list[tuple["Handle", str]], error: BaseException) -> None:
     """`written` now carries `error`, raised by `launch` itself (it is the root cause)."""
+    _detach(error)
     ledger.put(written, Failure(launch.kernel, error, launch.launch_seq))
     if bus.active:
         ids = _ids(written)
         bus.publish(ev.BufferFailed(launch.kernel, ids, error, launch.kernel, launch.launch_seq))
         bus.publish(ev.LaunchFailed(launch.kernel, launch.kernel_id, error, ids,
                                     launch.launch_seq))
+
+
+def _detach(error: BaseException) -> None:
+    """Drop the error's traceback (and its causes') before the ledger keeps it. The frames of a
+    device-thread failure hold the launch's `Bindings`, hence its handles: kept in the ledger
+    under those handles' ids, they would keep the handles alive, and a handle's record is only
+    dropped when the handle dies — a leak no garbage collection can break. The message, the
+    type and the cause chain are what a reader is shown; the device thread's frames never were
+    (the runner re-raises without them)."""
+    seen = 0
+    e: BaseException | None = error
+    while e is not None and seen < 8:
+        e.__traceback__ = None
+        e = e.__cause__ or e.__context__
+        seen += 1
 
 
 class ExecuteScope:

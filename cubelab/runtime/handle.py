@@ -1,14 +1,36 @@
-"""Handles to device memory.
+"""Handles to device memory, and their lifetime.
 
-A `Handle` names memory owned by one device's server; it is a plain token on the calling thread
-(its bytes live on the device thread). `BufferArg.from_raw_parts(handle, length)` is CubeCL's
-`unsafe` constructor — here it is checked: the length must fit in the handle.
+A `Handle` names memory owned by one device's server; it is a token on the calling thread (its
+bytes live on the device thread, in a slice of one of the device's pages, `memory_pool.py`).
+`BufferArg.from_raw_parts(handle, length)` is CubeCL's `unsafe` constructor — here it is
+checked: the length must fit in the handle, and the handle must not be released.
+
+Lifetime. A handle is reference-counted by Python itself: every `BufferArg`, `TensorArg`,
+binding of a queued launch, recorded capture and pending read holds the `Handle` object, so the
+object dies only when the last of them is gone. Its `__del__` then does exactly one thing: it
+posts "release #id" on the device's queue (`queue.SimpleQueue.put`, documented as safe to call
+from `__del__` and weakref callbacks). The device thread decides when the slice really returns
+to the pool — after any queued work that still reads it has been submitted (`server.py`) — and
+drops the handle's failure record with it.
+
+The trap that shaped this: `__del__` runs on whatever thread drops the last reference, or on
+whichever thread the cyclic garbage collector happens to run — the device thread included, in
+the middle of its own bookkeeping. So it touches no server state; it only posts a message,
+which the device thread handles in order like any other task.
+
+Explicit release: `client.free(handle)`, or `with client.empty(n) as h:` (released at the end of
+the block). The handle is marked released on the calling thread at once, so any later use of it
+(a launch, a read, a write, `BufferArg.from_raw_parts`, a graph replay) raises
+`ReleasedHandleError` naming it. Ids are never reused, so the device thread cannot mistake a
+released handle for the buffer that now lives in its old slice either.
 """
 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from typing import Any, Callable
+
+from cubelab.errors import ReleasedHandleError
 
 _ids = itertools.count(1)
 
@@ -16,18 +38,59 @@ _ids = itertools.count(1)
 ELEM_BYTES = 4
 
 
-@dataclass(frozen=True, eq=False, slots=True)
 class Handle:
-    id: int
-    size: int  # bytes
-    device_id: int
+    """Device memory: `id` (never reused), `size` in bytes, the owning device's id."""
+
+    __slots__ = ("id", "size", "device_id", "released", "_release")
+
+    def __init__(self, id: int, size: int, device_id: int) -> None:  # noqa: A002
+        self.id = id
+        self.size = size
+        self.device_id = device_id
+        self.released = False
+        # set by the client once the device holds memory for it: posts "release #id"
+        self._release: Callable[..., Any] | None = None
 
     @staticmethod
     def new(size: int, device_id: int) -> "Handle":
         return Handle(next(_ids), size, device_id)
 
+    def _free(self) -> None:
+        """Release now (client.free / the end of a `with` block); see the module docstring."""
+        if self.released:
+            raise ReleasedHandleError(f"{self!r} was already released")
+        release, self._release = self._release, None
+        self.released = True
+        if release is not None:
+            release(self.id, "freed")
+
+    def __enter__(self) -> "Handle":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.released:
+            self._free()
+
+    def __del__(self) -> None:
+        release = self._release
+        if release is not None:
+            self._release = None
+            try:
+                release(self.id, "dropped")
+            except Exception:  # noqa: BLE001 - interpreter shutdown: nothing left to tell
+                pass
+
     def __repr__(self) -> str:
-        return f"Handle(#{self.id}, {self.size} B, device {self.device_id})"
+        gone = ", released" if self.released else ""
+        return f"Handle(#{self.id}, {self.size} B, device {self.device_id}{gone})"
+
+
+def refuse_released(handle: Handle, what: str) -> None:
+    """Raise the error every released-handle use gets (one wording, one place)."""
+    raise ReleasedHandleError(
+        f"{what}: {handle!r} was released (client.free or the end of its `with` block); its "
+        "memory may already belong to another buffer, so nothing was read, written or "
+        "launched. Keep the handle alive until you are done with it, or allocate a new one.")
 
 
 class BufferArg:
@@ -48,6 +111,8 @@ class BufferArg:
             )
         if not isinstance(length, int) or isinstance(length, bool) or length < 0:
             raise ValueError(f"BufferArg length must be a non-negative int, got {length!r}")
+        if handle.released:
+            refuse_released(handle, "BufferArg.from_raw_parts")
         if length * ELEM_BYTES > handle.size:
             raise ValueError(
                 f"BufferArg.from_raw_parts: length {length} needs {length * ELEM_BYTES} bytes but "
@@ -92,6 +157,8 @@ class TensorArg:
             raise TypeError(
                 f"TensorArg.from_raw_parts expects a Handle (from client.create_from_slice or "
                 f"client.empty), got {type(handle).__name__}")
+        if handle.released:
+            refuse_released(handle, "TensorArg.from_raw_parts")
         shape_t = tuple(int(d) for d in shape)
         strides_t = tuple(int(d) for d in strides)
         if len(shape_t) != len(strides_t) or not shape_t:

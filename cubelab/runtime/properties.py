@@ -18,6 +18,10 @@ class DeviceProperties:
     max_cubes_per_dim: int = 65535
     max_shared_memory: int = 16384
     max_storage_buffers: int = 8
+    # offsets and sizes of pooled slices are multiples of this (on wgpu the adapter's
+    # min_storage_buffer_offset_alignment, since a slice is bound at its offset; 256 is
+    # WebGPU's default, and what the CPU runtime uses)
+    memory_alignment: int = 256
 
     @property
     def has_subgroups(self) -> bool:

@@ -5,6 +5,10 @@ failure ledger, queued dispatches) wants a single owner, as CubeCL's runner does
 that the hand-off is irreversible: whatever only the calling thread knows (dry run, stream,
 profiling) must be decided before `submit`.
 
+A dropped handle's `__del__` posts its release here too (`SimpleQueue.put` is safe to call from
+`__del__`, on any thread), so it is handled after every task that was queued while the handle
+was alive — the launches that still use it included.
+
 When the queue runs dry the runner calls `on_idle` (the wgpu server submits its batched
 dispatches there), so the GPU never waits for work that is already encoded. Before each
 synchronous `call` it runs `before_call` (the server publishes its tallied cache hits there, so a
@@ -68,6 +72,10 @@ class Runner:
                     fut.set_result(fn(*args))
                 except BaseException as exc:  # noqa: BLE001
                     fut.set_exception(exc)
+            # Let go of the task now, not when the next one arrives: its arguments may hold the
+            # last reference to a handle, whose release must be queued behind this task — not
+            # behind whatever call comes next (`memory_usage()` would miss it).
+            fn = args = fut = None  # type: ignore[assignment]
             if self._on_idle is not None and q.empty():
                 try:
                     self._on_idle()

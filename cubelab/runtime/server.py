@@ -19,11 +19,22 @@ seed's order:
 5. **register** the task on its stream (flushed at `max_tasks`, on a read/sync that depends on
    it, when another stream shares a buffer, or when the device thread goes idle).
 
+Memory (shared, `memory_pool.py`): every handle is a slice of a page of the device's pool. The
+backend supplies the driver calls — `alloc_page(size)`, `free_page(storage)`, `place(handle,
+slice, data, zero)` (write `data`, or zeroes when `zero`, into a slice just reserved) and
+`forget_bindings(handle_id)` (drop caches keyed by a released handle) — and this class keeps the
+books: `alloc`, `release` (when a handle dies or is freed), `memory_usage`, `memory_cleanup`.
+A released slice is reused at once, except on a backend whose queued work only runs when its
+stream is submitted (`defers_release`, wgpu): while work queued on the handle's stream is not
+submitted yet, the slice waits (`MemoryReleaseDeferred`) and returns to the pool right after that
+stream's flush. Without this wait, a `queue.write_buffer` of the slice's next owner would land
+*before* the queued dispatch that still reads the old contents.
+
 Backend hooks (keep them stable; `runtime/cpu/` implements the same set):
-`create(handle, data)`, `read_bytes(handles)`, `sync()` (a barrier), `wait()`,
+`read_bytes(handles)`, `sync()` (a barrier), `wait()`,
 `dispatch(entry, count, bindings)` (on stream `self.stream`; `count` is always static here),
 `build_pipeline(entry)`, and optionally `submit_stream(stream)` (send a stream's queued work;
-default: nothing to send), `write_bytes(handle, data)` (default: `create` again),
+default: nothing to send), `write_bytes(handle, data)`,
 `resolve_dynamic_count(handle)` (default: drain and read the 12 bytes on the host; return None
 to dispatch indirectly instead), `take_async_errors()` (errors the driver reported on the side).
 """
@@ -64,8 +75,9 @@ from cubelab.runtime.execute_scope import (
     LaunchInfo,
     fail_buffers,
 )
-from cubelab.runtime.handle import Handle
+from cubelab.runtime.handle import Handle, refuse_released
 from cubelab.runtime.kernel import Bindings, CubeCount, CubeKernel, KernelId
+from cubelab.runtime.memory_pool import MemoryConfiguration, MemoryPool, MemoryUsage, Slice
 from cubelab.runtime.streams import StreamScheduler, Task
 
 
@@ -114,7 +126,10 @@ class Server:
         self.options = CompilationOptions()
         self.pipelines: dict[KernelId, PipelineEntry] = {}
         self.ledger = FailureLedger()
-        self.scheduler = StreamScheduler(bus, self.submit_stream, self._submit_failed, max_tasks)
+        self.scheduler = StreamScheduler(bus, self.submit_stream, self._submit_failed, max_tasks,
+                                         after_flush=self._release_deferred)
+        self.pool: MemoryPool = None  # type: ignore[assignment] - set by init_memory
+        self._deferred: dict[int, list[tuple[int, str]]] = {}  # stream -> (handle id, why)
         self.captures: dict[int, Capture] = {}
         self.faults: list[BaseException] = []  # device faults: sync() reports them
         self.stream = 0  # the stream of the dispatch being encoded (read by `dispatch`)
@@ -123,15 +138,39 @@ class Server:
         self._hit_tallies: dict[KernelId, list[Any]] = {}
 
     # -- memory (per backend) -----------------------------------------------------------------
-    def create(self, handle: Handle, data: bytes | None) -> None:
+    defers_release = False  # True where queued work runs only when its stream is submitted
+
+    def init_memory(self, config: MemoryConfiguration) -> None:
+        self.pool = MemoryPool(config, self.alloc_page, self.free_page)
+
+    def alloc_page(self, size: int) -> Any:
+        """Ask the driver / the OS for `size` bytes (zeroed)."""
         raise NotImplementedError
+
+    def free_page(self, storage: Any) -> None:
+        """Give a page back (nothing of it is in use)."""
+
+    def place(self, handle: Handle, s: Slice, data: bytes | None, zero: bool) -> None:
+        """Make `s` the memory of `handle`: write `data` (zero-padded), or zeroes if `zero`."""
+        raise NotImplementedError
+
+    def forget_bindings(self, handle_id: int) -> None:
+        """Drop whatever the backend cached for a released handle (bind groups, views)."""
 
     def read_bytes(self, handles: list[Handle]) -> list[bytes]:
         raise NotImplementedError
 
     def write_bytes(self, handle: Handle, data: bytes) -> None:
-        """Host write into existing memory (backends with a cheaper path override it)."""
-        self.create(handle, data)
+        """Host write into existing memory."""
+        self.place(handle, self.slice_of(handle, "write"), data, False)
+
+    def slice_of(self, handle: Handle, what: str = "use") -> Slice:
+        """The live slice of `handle`, or `ReleasedHandleError` (never another buffer's bytes:
+        handle ids are never reused)."""
+        s = self.pool.slices.get(handle.id)
+        if s is None or handle.id in self.pool.pending:
+            refuse_released(handle, what)
+        return s  # type: ignore[return-value]
 
     def sync(self) -> None:
         """Backend barrier: block until the device finished everything submitted."""
@@ -179,16 +218,77 @@ class Server:
                 fail_buffers(self.ledger, self.bus, info, t.written, exc)
 
     # -- calls from the client (device thread) ------------------------------------------------
-    def alloc(self, handle: Handle, data: bytes | None, stream: int) -> None:
+    def alloc(self, handle: Handle, data: bytes | None, stream: int, zero: bool = False) -> None:
         cap = self.captures.get(stream)
         if cap is not None:
             cap.refuse(f"allocation of {handle!r} (allocate before start_capture)")
+        pool = self.pool
+        pages = pool.pages_created
         try:
-            self.create(handle, data)
+            s, reused = pool.reserve(handle.id, handle.size)
+            # a new page is zeroed already; a reused slice holds its last owner's bytes
+            self.place(handle, s, data, zero and reused)
         except Exception as exc:  # noqa: BLE001 - OOM, over the device's buffer limit, ...
+            pool.release(handle.id)
             self.take_async_errors()
             raise ResourceError(f"cannot allocate {handle.size} bytes on {self.name}: "
                                 f"{type(exc).__name__}: {str(exc).strip()}") from None
+        bus = self.bus
+        if bus.active:
+            if pool.pages_created != pages and bus.wants(ev.PageAllocated):
+                page = s.page
+                bus.publish(ev.PageAllocated(page.id, page.pool, page.size))
+            if bus.wants(ev.MemoryAllocated):
+                bus.publish(ev.MemoryAllocated(handle.id, handle.size, s.size, s.page.pool,
+                                               s.page.id, s.offset, reused))
+
+    def release(self, handle_id: int, why: str = "dropped") -> None:
+        """A handle died (`why` "dropped") or was freed: its failure record, stream record and
+        cached bindings go now; its slice goes back to the pool now, or — where queued work
+        still uses it — right after that work's stream is submitted."""
+        pool = self.pool
+        if handle_id not in pool.slices or handle_id in pool.pending:
+            return
+        self.ledger.forget_id(handle_id)
+        stream = self.scheduler.last_stream.pop(handle_id, None)
+        self.forget_bindings(handle_id)
+        if self.defers_release and stream is not None and self.scheduler.pending(stream):
+            pool.pending.add(handle_id)
+            self._deferred.setdefault(stream, []).append((handle_id, why))
+            if self.bus.wants(ev.MemoryReleaseDeferred):
+                self.bus.publish(ev.MemoryReleaseDeferred(handle_id, stream, why))
+            return
+        self._give_back(handle_id, why, False)
+
+    def _give_back(self, handle_id: int, why: str, deferred: bool) -> None:
+        s = self.pool.slices.get(handle_id)
+        if s is None:
+            return
+        page, offset, size = s.page, s.offset, s.requested
+        self.pool.release(handle_id)
+        if self.bus.wants(ev.MemoryReleased):
+            self.bus.publish(ev.MemoryReleased(handle_id, size, page.pool, page.id, offset, why,
+                                               deferred))
+
+    def _release_deferred(self, stream: int) -> None:
+        """The scheduler handed `stream`'s queued work over: its deferred slices are free."""
+        if self._deferred:
+            for handle_id, why in self._deferred.pop(stream, ()):
+                self._give_back(handle_id, why, True)
+
+    def memory_usage(self) -> MemoryUsage:
+        return self.pool.usage()
+
+    def memory_cleanup(self) -> MemoryUsage:
+        """Give every page without a live slice back to the driver / the OS. Submits and waits
+        first: a page may be freed only when no submitted work can still touch it."""
+        self.flush("cleanup")
+        self.sync()
+        freed = self.pool.cleanup()
+        if self.bus.wants(ev.MemoryCleanedUp):
+            self.bus.publish(ev.MemoryCleanedUp(tuple(p.id for p in freed),
+                                                sum(p.size for p in freed)))
+        return self.pool.usage()
 
     def read(self, handles: list[Handle], stream: int = 0) -> list[bytes]:
         self._refuse_in_capture(stream, "read")

@@ -104,10 +104,14 @@ class StreamScheduler:
 
     def __init__(self, bus: ev.EventBus, submit: Callable[[StreamId], None],
                  on_submit_failed: Callable[[list[Task], BaseException], None],
-                 max_tasks: int = 64) -> None:
+                 max_tasks: int = 64,
+                 after_flush: Callable[[StreamId], None] | None = None) -> None:
         self.bus = bus
         self._submit = submit
         self._on_submit_failed = on_submit_failed
+        # told after a stream's queued work was handed over (or lost): nothing queued on it is
+        # left unsubmitted, so memory it used may be reused (the server's deferred releases)
+        self._after_flush = after_flush
         self.max_tasks = max_tasks
         self.queues: dict[StreamId, _Queue] = {}
         self.last_stream: dict[int, StreamId] = {}  # handle id -> stream it was last touched on
@@ -149,7 +153,11 @@ class StreamScheduler:
             self._submit(stream_id)
         except Exception as exc:  # noqa: BLE001 - the refusal becomes buffer state
             self._on_submit_failed(tasks, exc)
+            if self._after_flush is not None:
+                self._after_flush(stream_id)
             return
+        if self._after_flush is not None:
+            self._after_flush(stream_id)
         if self.bus.wants(ev.Flushed):  # once per submission: often once per launch
             self.bus.publish(ev.Flushed(len(tasks), why, stream=stream_id))
 
@@ -173,6 +181,8 @@ class StreamScheduler:
         if q is None:
             return []
         tasks, q.tasks = q.tasks, []
+        if self._after_flush is not None:
+            self._after_flush(stream_id)
         return tasks
 
     def forget(self, handle: "Handle") -> None:

@@ -45,6 +45,7 @@ from cubelab.runtime.cpu.plan import Plan
 from cubelab.runtime.cpu.trace import Tracer
 from cubelab.runtime.handle import Handle
 from cubelab.runtime.kernel import Bindings, CubeCount, KernelId
+from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
 from cubelab.runtime.execute_scope import LaunchInfo, fail_buffers
 from cubelab.runtime.server import PipelineEntry, Server
@@ -131,6 +132,8 @@ class CpuServer(Server):
         # A loop running longer than this is stopped with a clear error (on a GPU it would hang
         # the device); `Device.cpu().server.max_loop_iterations` may be changed.
         self.max_loop_iterations = MAX_LOOP_ITERATIONS
+        # handle id -> its bytes: a uint8 view of its slice of a pooled page, 16-byte multiple
+        # (so every item type up to vec4 views it whole)
         self.memory: dict[int, np.ndarray] = {}
         self.oob_mode = "zero"
         self._scopes: list[tuple[str | None, list[LaunchReport]]] = []
@@ -140,30 +143,46 @@ class CpuServer(Server):
         self._seq = 0
         self._oob_writes: list[OobAccess] = []
         self._bound: dict[tuple[Any, ...], list[Mem]] = {}
+        self._bound_of: dict[int, list[tuple[Any, ...]]] = {}  # handle id -> its _bound keys
+        self.init_memory(MemoryConfiguration(alignment=self.properties.memory_alignment))
         # Integer wrap-around and float overflow are WGSL semantics here, not accidents: numpy
         # must not warn about them (numpy 2 keeps this setting per thread: the device thread).
         np.seterr(all="ignore")
 
     # -- memory -------------------------------------------------------------------------------
-    def create(self, handle: Handle, data: bytes | None) -> None:
-        # a multiple of 16 bytes, at least 16: every item type (up to vec4) views it whole
-        size = max(16, (handle.size + 15) & ~15)
-        arr = np.zeros(size, dtype=np.uint8)
-        if data:
-            arr[: len(data)] = np.frombuffer(data, dtype=np.uint8)
-        if handle.id in self.memory:
-            self._bound.clear()
-        self.memory[handle.id] = arr
+    def alloc_page(self, size: int) -> Any:
+        # np.zeros asks the OS for zeroed pages (calloc/mmap): untouched bytes cost no RSS, and
+        # a freed page of this size goes straight back to the OS
+        return np.zeros(size, dtype=np.uint8)
+
+    def place(self, handle: Handle, s: Slice, data: bytes | None, zero: bool) -> None:
+        size = max(16, (handle.size + 15) & ~15)  # <= s.size: the alignment is at least 16
+        view = s.page.storage[s.offset: s.offset + size]
+        if data is not None:
+            n = len(data)
+            view[:n] = np.frombuffer(data, dtype=np.uint8)
+            view[n:] = 0
+        elif zero:
+            view[:] = 0
+        self.memory[handle.id] = view
+
+    def forget_bindings(self, handle_id: int) -> None:
+        self.memory.pop(handle_id, None)
+        keys = self._bound_of.pop(handle_id, None)
+        if keys:
+            for key in keys:
+                self._bound.pop(key, None)
 
     def read_bytes(self, handles: list[Handle]) -> list[bytes]:
-        return [self.memory[h.id][: h.size].tobytes() for h in handles]
+        out = []
+        for h in handles:
+            self.slice_of(h, "read")
+            out.append(self.memory[h.id][: h.size].tobytes())
+        return out
 
     def write_bytes(self, handle: Handle, data: bytes) -> None:
-        mem = self.memory.get(handle.id)
-        if mem is None or len(mem) < len(data):
-            self.create(handle, data)
-            return
-        mem[: len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.slice_of(handle, "write")
+        self.memory[handle.id][: len(data)] = np.frombuffer(data, dtype=np.uint8)
 
     def sync(self) -> None:
         """Every dispatch ran to completion on this thread already."""
@@ -174,6 +193,7 @@ class CpuServer(Server):
     def clear_cache(self, reason: str) -> None:
         self._traced_plans.clear()
         self._bound.clear()
+        self._bound_of.clear()
         super().clear_cache(reason)
 
     # -- compile ------------------------------------------------------------------------------
@@ -272,15 +292,19 @@ class CpuServer(Server):
 
     def _bind(self, definition: KernelDefinition, plan: Plan, bindings: Bindings) -> list[Mem]:
         # Views are cached per (plan, buffers): binding costs ~15 µs, a quarter of a small
-        # launch. A buffer's memory is only ever replaced by `create`, which clears the cache.
+        # launch. A handle's memory never moves; a released handle's entries are dropped
+        # (`forget_bindings`), so the cache never holds a released slice's view.
         key = (id(plan), tuple((b.handle.id, b.items, getattr(b, "shape", None),
                                 getattr(b, "strides", None)) for b in bindings.buffers))
         mems = self._bound.get(key)
         if mems is None:
             if len(self._bound) > 4096:
                 self._bound.clear()
+                self._bound_of.clear()
             mems = self._bind_views(definition, plan, bindings)
             self._bound[key] = mems
+            for b in bindings.buffers:
+                self._bound_of.setdefault(b.handle.id, []).append(key)
         return mems
 
     def _bind_views(self, definition: KernelDefinition, plan: Plan,
@@ -292,6 +316,7 @@ class CpuServer(Server):
             item = p.item
             ty = item.value_ty if isinstance(item, Atomic) else item
             assert isinstance(ty, Ty)
+            self.slice_of(b.handle, f"launch of `{definition.name}`")
             store = self.memory[b.handle.id].view(sem.dtype_of(ty))
             if ty.width > 1:
                 store = store.reshape(-1, ty.width)

@@ -20,7 +20,20 @@ turns them into failures of the launch or flush in progress, or device faults fo
 never a stray log line.
 
 The trap: `queue.write_buffer` is ordered before *any* command buffer submitted after it, so a
-host write flushes the streams whose queued work touches the buffer first (done by the base).
+host write flushes the streams whose queued work touches the buffer first (done by the base),
+and a dropped handle's slice is not reused while work queued on its stream is unsubmitted
+(`defers_release`: the next owner's `write_buffer` would overtake the queued read).
+
+Memory: handles are slices of pooled pages (`runtime/memory_pool.py`), bound with offsets
+(multiples of the adapter's `min_storage_buffer_offset_alignment`). WebGPU allows one buffer in
+one dispatch either in read-only usages or as writable storage, never both — per *buffer*, not
+per range — so two handles sliced from one page, one bound read-only and one writable, make
+the dispatch invalid (measured: "conflicting usages ... STORAGE_READ_ONLY and
+STORAGE_READ_WRITE"). cubelab does what CubeCL does on native wgpu: every buffer binding is
+declared `read_write` (in the bind-group layout and, as naga requires the two to agree, in the
+WGSL; `compiler/wgsl.py`), and writable bindings of disjoint or even equal ranges of one buffer
+are allowed. The one read-only usage left is a dynamic count's INDIRECT: when the count's page is
+also bound by the dispatch, its 12 bytes are first copied into a scratch buffer of their own.
 """
 
 from __future__ import annotations
@@ -35,6 +48,7 @@ from cubelab.errors import CompileError, DeviceError
 from cubelab.runtime import events as ev
 from cubelab.runtime.handle import Handle
 from cubelab.runtime.kernel import Bindings, CubeCount
+from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
 from cubelab.runtime.server import PipelineEntry, Server
 
@@ -86,6 +100,7 @@ def _install_log_filter(server: "WgpuServer") -> None:
 
 class WgpuServer(Server):
     name = "wgpu<wgsl>"
+    defers_release = True  # queued dispatches run when their stream is submitted
 
     def __init__(self, bus: ev.EventBus, max_tasks: int = 64) -> None:
         super().__init__(bus, max_tasks)
@@ -120,40 +135,54 @@ class WgpuServer(Server):
             adapter_type=str(info.get("adapter_type", "?")),
             features=frozenset(features),
             max_storage_buffers=int(limits["max-storage-buffers-per-shader-stage"]),
+            memory_alignment=int(limits["min-storage-buffer-offset-alignment"]),
         )
         self.queue = self.device.queue
         self.target = TARGETS["wgsl"]
         U = wgpu.BufferUsage
         self._usage = U.STORAGE | U.COPY_SRC | U.COPY_DST | U.INDIRECT
-        self.buffers: dict[int, Any] = {}
         self._info: dict[bytes, Any] = {}
         self._groups: dict[tuple[Any, ...], Any] = {}
+        self._groups_of: dict[int, list[tuple[Any, ...]]] = {}  # handle id -> its groups' keys
         # stream -> [encoder, open compute pass, pipeline set last, bind group set last]
         self._open: dict[int, list[Any]] = {}
         self._barrier = self.device.create_buffer(size=4, usage=self._usage)
+        # a dynamic count whose page the dispatch also binds is copied here first (see above)
+        self._indirect = self.device.create_buffer(size=16, usage=U.INDIRECT | U.COPY_DST)
+        self.init_memory(MemoryConfiguration(alignment=max(4, self.properties.memory_alignment)))
         self._async_errors: list[str] = []
         _install_log_filter(self)
 
     # -- memory -------------------------------------------------------------------------------
-    def create(self, handle: Handle, data: bytes | None) -> None:
-        size = _pad4(handle.size)
-        if data is None:
-            buf = self.device.create_buffer(size=size, usage=self._usage)
-        else:
-            padded = bytes(data) + b"\0" * (size - len(data))
-            buf = self.device.create_buffer_with_data(data=padded, usage=self._usage)
-        self.buffers[handle.id] = buf
+    def alloc_page(self, size: int) -> Any:
+        return self.device.create_buffer(size=size, usage=self._usage)  # zeroed by WebGPU
 
-    def write_bytes(self, handle: Handle, data: bytes) -> None:
-        raw = bytes(data)
-        if len(raw) % 4:
-            raw += b"\0" * (4 - len(raw) % 4)
-        self.queue.write_buffer(self.buffers[handle.id], 0, raw)
+    def free_page(self, storage: Any) -> None:
+        storage.destroy()
+
+    def place(self, handle: Handle, s: Slice, data: bytes | None, zero: bool) -> None:
+        if data is not None:
+            raw = bytes(data)
+            if len(raw) % 4:
+                raw += b"\0" * (4 - len(raw) % 4)
+        elif zero:
+            raw = bytes(_pad4(handle.size))
+        else:
+            return
+        if raw:
+            self.queue.write_buffer(s.page.storage, s.offset, raw)
+
+    def forget_bindings(self, handle_id: int) -> None:
+        keys = self._groups_of.pop(handle_id, None)
+        if keys:
+            for key in keys:
+                self._groups.pop(key, None)
 
     def read_bytes(self, handles: list[Handle]) -> list[bytes]:
         out = []
         for h in handles:
-            data = self.queue.read_buffer(self.buffers[h.id], 0, _pad4(h.size))
+            s = self.slice_of(h, "read")
+            data = self.queue.read_buffer(s.page.storage, s.offset, _pad4(h.size))
             out.append(bytes(data[: h.size]))
         return out
 
@@ -175,10 +204,10 @@ class WgpuServer(Server):
         layout_entries = []
         ro = wgpu.BufferBindingType.read_only_storage
         for b in entry.definition.buffers:
-            layout_entries.append({
+            layout_entries.append({  # every buffer read-write: slices share pages (docstring)
                 "binding": b.index,
                 "visibility": wgpu.ShaderStage.COMPUTE,
-                "buffer": {"type": wgpu.BufferBindingType.storage if b.writable else ro},
+                "buffer": {"type": wgpu.BufferBindingType.storage},
             })
         layout_entries.append({
             "binding": len(entry.definition.buffers),
@@ -234,21 +263,32 @@ class WgpuServer(Server):
             if len(self._info) >= _CACHE_LIMIT:
                 self._info.clear()
                 self._groups.clear()
+                self._groups_of.clear()
             info = self.device.create_buffer_with_data(data=info_bytes, usage=self._usage)
             self._info[info_bytes] = info
-        resources = [
-            {"binding": i, "resource": {"buffer": self.buffers[b.handle.id], "offset": 0,
-                                        "size": _pad4(b.handle.size)}}
-            for i, b in enumerate(bindings.buffers)
-        ]
+        resources = []
+        for i, b in enumerate(buffers):
+            s = self.slice_of(b.handle, f"launch of `{entry.definition.name}`")
+            resources.append({"binding": i, "resource": {
+                "buffer": s.page.storage, "offset": s.offset, "size": _pad4(b.handle.size)}})
         resources.append({"binding": len(bindings.buffers),
                           "resource": {"buffer": info, "offset": 0, "size": len(info_bytes)}})
         group = self.device.create_bind_group(layout=entry.layout, entries=resources)
         self._groups[key] = group
+        for b in buffers:
+            self._groups_of.setdefault(b.handle.id, []).append(key)
         return group
 
     def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
         group = self._group(entry, bindings)  # may raise: nothing is encoded yet
+        indirect: Any = None
+        if count.handle is not None:
+            cs = self.slice_of(count.handle, f"launch of `{entry.definition.name}` (cube count)")
+            slices = self.pool.slices
+            if any(slices[b.handle.id].page is cs.page for b in bindings.buffers):
+                indirect = cs  # INDIRECT next to STORAGE_READ_WRITE of one page: copy first
+            else:
+                indirect = (cs.page.storage, cs.offset)
         stream = self.stream
         open_ = self._open.get(stream)
         if open_ is None:
@@ -256,6 +296,13 @@ class WgpuServer(Server):
             open_ = self._open[stream] = [encoder, encoder.begin_compute_pass(), None, None]
         p = open_[1]
         try:
+            if isinstance(indirect, Slice):
+                p.end()
+                open_[0].copy_buffer_to_buffer(indirect.page.storage, indirect.offset,
+                                               self._indirect, 0, 12)
+                p = open_[1] = open_[0].begin_compute_pass()
+                open_[2] = open_[3] = None
+                indirect = (self._indirect, 0)
             # Each wgpu-py call costs several µs of Python: a run of launches of one kernel on
             # the same buffers re-encodes only the dispatch.
             if open_[2] is not entry.pipeline:
@@ -264,8 +311,8 @@ class WgpuServer(Server):
             if open_[3] is not group:
                 p.set_bind_group(0, group)
                 open_[3] = group
-            if count.handle is not None:
-                p.dispatch_workgroups_indirect(self.buffers[count.handle.id], 0)
+            if indirect is not None:
+                p.dispatch_workgroups_indirect(*indirect)
             else:
                 p.dispatch_workgroups(count.x, count.y, count.z)
         except Exception as exc:
