@@ -21,14 +21,14 @@ import pkgutil
 import re
 
 from cubelab.exercises.base import Exercise, Result, Status, grading_client, results
-from cubelab.exercises.kinds import (CountExercise, FailedBuffersExercise, KernelExercise,
-                                     KernelIdDiffExercise, RunReport, count_compiles, names_of,
-                                     record_run)
+from cubelab.exercises.kinds import (CallsExercise, CountExercise, FailedBuffersExercise,
+                                     KernelExercise, KernelIdDiffExercise, RunReport,
+                                     count_compiles, names_of, record_run)
 
 __all__ = ["get", "register", "keys", "chapter_modules", "EXERCISES", "Exercise", "Result",
            "Status", "Verdict", "RunReport", "CountExercise", "KernelIdDiffExercise",
-           "FailedBuffersExercise", "KernelExercise", "record_run", "count_compiles",
-           "compile_count_exercise", "grading_client", "results", "names_of",
+           "FailedBuffersExercise", "CallsExercise", "KernelExercise", "record_run",
+           "count_compiles", "compile_count_exercise", "grading_client", "results", "names_of",
            "HOW_MANY_COMPILES", "HOW_MANY_SKIPPED"]
 
 Verdict = Result  # the first wave's name for a check's outcome

@@ -8,15 +8,14 @@ and relaunching the student's kernel into it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from cubelab.errors import BufferFailure
 from cubelab.exercises import register
-from cubelab.exercises.base import Result
-from cubelab.exercises.kinds import CountExercise, FailedBuffersExercise, KernelExercise, names_of
+from cubelab.exercises.kinds import (CallsExercise, CountExercise, FailedBuffersExercise,
+                                     KernelExercise)
 from cubelab.exercises.launching import (EIGHT, ONE, add_one_of_two, arg, floats, inc, scale,
                                          tile_sum)
 from cubelab.prelude import *  # noqa: F403
@@ -89,37 +88,6 @@ register(FailedBuffersExercise(
 ))
 
 
-@dataclass
-class CallsExercise(FailedBuffersExercise):
-    """"Which of these calls raise?" — `calls(client)` returns {name: zero-argument call}; the
-    runtime's answer is which of them raise `BufferFailure` when called, in order."""
-
-    calls: Callable[[Any], dict[str, Callable[[], Any]]] = lambda c: {}
-
-    def run(self, client: Any) -> tuple[set[str], dict[str, str]]:
-        raised, why = set(), {}
-        for name, call in self.calls(client).items():
-            try:
-                call()
-            except BufferFailure as exc:
-                raised.add(name)
-                why[name] = str(exc).splitlines()[0]
-        return raised, why
-
-    def _check(self, answer: Any, client: Any) -> Result:
-        names = names_of(answer)
-        if names is None:
-            return self._wrong(answer, "answer with call names, e.g. \"check, read_one\", or "
-                               "\"none\"")
-        raised, why = self.run(client)
-        if names == raised:
-            details = "\n".join(f"{n}: {w}" for n, w in sorted(why.items()))
-            return self._right(answer, f"{', '.join(sorted(raised)) or 'none'}. "
-                               f"{self.explanation}".strip(), expected=raised, details=details)
-        return self._wrong(answer, f"{', '.join(sorted(names)) or 'none'} is not what "
-                           "raised.", expected=raised)
-
-
 def _discovery(client: Any) -> dict[str, Callable[[], Any]]:
     x, out, spare = floats(client, range(8)), floats(client, [0] * 8), floats(client, [0] * 8)
     tile_sum.launch(client, ONE, EIGHT, arg(x), arg(out), arg(spare))
@@ -145,6 +113,7 @@ register(CallsExercise(
     "client.sync()\nclient.check([out])\nclient.sync_buffers([out])\nclient.read_one(out)\n"
     "client.check([x])",
     calls=_discovery,
+    error=BufferFailure,
     explanation="`sync()` returns quietly — the seed's point: a benchmark's sync says nothing "
     "about whether the data is good. The three discovery paths (check, sync_buffers, read) "
     "raise, in increasing cost; `x` was only read, so it is clean.",

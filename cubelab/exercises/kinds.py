@@ -6,6 +6,8 @@
                        and diffs the KernelIds the launches really issued.
 - `FailedBuffersExercise` predict which buffers end failed: runs a program, then asks the
                        runtime (`client.check`) about each named buffer.
+- `CallsExercise`      predict which of several calls raise (which discovery path reports a
+                       failure, what a capture window refuses): makes each call for real.
 - `KernelExercise`     fix a broken kernel / write a kernel to a spec: launches the student's
                        kernel with fixed geometry, compares every buffer with a numpy spec, and
                        (by default) re-runs it on the CPU runtime in "report" mode, where every
@@ -26,7 +28,7 @@ from cubelab.exercises.base import Exercise, Result
 from cubelab.runtime import events as ev
 
 __all__ = ["RunReport", "record_run", "count_compiles", "CountExercise", "KernelIdDiffExercise",
-           "FailedBuffersExercise", "KernelExercise", "names_of"]
+           "FailedBuffersExercise", "CallsExercise", "KernelExercise", "names_of"]
 
 Launch = Callable[[Any], Any]
 
@@ -251,6 +253,45 @@ class FailedBuffersExercise(Exercise):
                                f"{self.explanation}".strip(), expected=failed, details=details)
         return self._wrong(answer, f"{', '.join(sorted(names)) or 'none'} is not what the "
                            "runtime reports.", expected=failed)
+
+
+# -- which calls raise ----------------------------------------------------------------------------
+
+@dataclass
+class CallsExercise(Exercise):
+    """"Which of these calls raise?" `calls(client)` sets the scene and returns {name: call};
+    the runtime's answer is which calls raise `error` when made, in order."""
+
+    code: str = ""
+    calls: Callable[[Any], dict[str, Callable[[], Any]]] = lambda c: {}
+    error: type[BaseException] = Exception
+    explanation: str = ""
+
+    def run(self, client: Any) -> tuple[set[str], dict[str, str]]:
+        raised, why = set(), {}
+        for name, call in self.calls(client).items():
+            try:
+                call()
+            except self.error as exc:
+                raised.add(name)
+                why[name] = str(exc).splitlines()[0]
+        return raised, why
+
+    def parse(self, text: str) -> Any:
+        return text
+
+    def _check(self, answer: Any, client: Any) -> Result:
+        names = names_of(answer)
+        if names is None:
+            return self._wrong(answer, "answer with call names, e.g. \"check, read_one\", or "
+                               "\"none\"")
+        raised, why = self.run(client)
+        if names == raised:
+            details = "\n".join(f"{n}: {w}" for n, w in sorted(why.items()))
+            return self._right(answer, f"{', '.join(sorted(raised)) or 'none'}. "
+                               f"{self.explanation}".strip(), expected=raised, details=details)
+        return self._wrong(answer, f"{', '.join(sorted(names)) or 'none'} is not what "
+                           "raised.", expected=raised)
 
 
 # -- fix a kernel / write a kernel to a spec ------------------------------------------------------
