@@ -115,7 +115,7 @@ def main() -> None:
 def zoo_driver_time(client: Any, k: Any) -> float:
     """Driver ms (shader module + pipeline + first dispatch) of one zoo instance, launched once
     on tiny zero-filled arguments (every zoo kernel guards its lengths, so nothing runs far)."""
-    from cubelab.runtime.kernel import Bindings, BufferBinding
+    from cubelab.runtime.launch_args import Bindings, BufferBinding
 
     d = k.define()
     buffers = []

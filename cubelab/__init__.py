@@ -21,7 +21,8 @@ from cubelab.runtime.device import Device
 from cubelab.runtime.dry_run import LaunchMode, dry_run, real_run
 from cubelab.runtime.streams import stream
 from cubelab.runtime.handle import BufferArg, Handle, ScalarArg, TensorArg
-from cubelab.runtime.kernel import CubeCount, CubeDim, ExecutionMode, KernelId
+from cubelab.runtime.kernel_id import CubeDim, ExecutionMode, KernelId
+from cubelab.runtime.launch_args import CubeCount
 
 __version__ = "0.1.0"
 

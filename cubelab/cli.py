@@ -67,7 +67,7 @@ def _literal(text: str) -> Any:
 def _instance(args: argparse.Namespace) -> Any:
     from cubelab import inspect as I
     from cubelab.frontend import types as T
-    from cubelab.runtime.kernel import CubeDim
+    from cubelab.runtime.kernel_id import CubeDim
 
     fn = load_kernel(args.kernel)
     if not fn.is_kernel:

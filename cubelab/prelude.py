@@ -51,7 +51,8 @@ from cubelab.runtime.device import Device
 from cubelab.runtime.dry_run import dry_run, real_run
 from cubelab.runtime.streams import stream
 from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
-from cubelab.runtime.kernel import CubeCount, CubeDim, ExecutionMode
+from cubelab.runtime.kernel_id import CubeDim, ExecutionMode
+from cubelab.runtime.launch_args import CubeCount
 
 
 def comptime(value):  # type: ignore[no-untyped-def]

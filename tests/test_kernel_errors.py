@@ -146,7 +146,7 @@ def test_calling_a_kernel_like_a_function_says_it_is_launched():
 
 
 def test_a_u32_scalar_out_of_range_is_refused():
-    from cubelab.frontend.kernel import _scalar_bytes
+    from cubelab.frontend.launch import _scalar_bytes
 
     with pytest.raises(LaunchError, match="does not fit in u32"):
         _scalar_bytes(u32, -1, "n", "k")

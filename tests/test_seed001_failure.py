@@ -25,7 +25,7 @@ from cubelab import (
 from cubelab.prelude import f32
 from cubelab.runtime import events as ev
 from cubelab.runtime.buffer_io import BufferIO
-from cubelab.runtime.kernel import BufferBinding, Bindings
+from cubelab.runtime.launch_args import Bindings, BufferBinding
 from seed001_kernels import bad_widths, inc, scale, writes_one_of_two
 
 

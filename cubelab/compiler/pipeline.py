@@ -70,17 +70,23 @@ class Limits(Protocol):
     max_shared_memory: int
 
 
+def cube_dim_fits(cube_dim: tuple[int, int, int], limits: Limits) -> bool:
+    """Whether a cube of this shape runs on the device: 1.. units per cube, and per axis."""
+    units = cube_dim[0] * cube_dim[1] * cube_dim[2]
+    return (min(cube_dim) >= 1 and units <= limits.max_units_per_cube
+            and all(d <= m for d, m in zip(cube_dim, limits.max_cube_dim)))
+
+
 def check_cube_dim(cube_dim: tuple[int, int, int], limits: Limits | None) -> None:
     """Refuse a cube the device cannot run (units per cube, per axis). Cheap: runs before
-    `define()`."""
-    if limits is None:
+    `define()`. (The calling thread refuses it first, as a LaunchError, when a launch comes
+    through the frontend: `runtime/kernel_launcher.py`.)"""
+    if limits is None or cube_dim_fits(cube_dim, limits):
         return
     units = cube_dim[0] * cube_dim[1] * cube_dim[2]
-    if units > limits.max_units_per_cube or any(
-            d > m for d, m in zip(cube_dim, limits.max_cube_dim)):
-        raise ResourceError(
-            f"cube dim {cube_dim} has {units} units; the device allows at most "
-            f"{limits.max_units_per_cube} units per cube and {limits.max_cube_dim} per axis")
+    raise ResourceError(
+        f"cube dim {cube_dim} has {units} units; the device allows at most "
+        f"{limits.max_units_per_cube} units per cube and {limits.max_cube_dim} per axis")
 
 
 def shared_memory_bytes(definition: KernelDefinition) -> int:

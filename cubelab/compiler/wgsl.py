@@ -33,7 +33,7 @@ from typing import Callable
 from cubelab.compiler.base import CodegenError, CompiledSource, lowerings
 from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, MATH_SAME, REMAINDER, UNARY
 from cubelab.compiler.info import info_layout
-from cubelab.ir.core import Block, KernelDefinition, Loc, Op, Value
+from cubelab.ir.core import Block, KernelDefinition, Loc, Op
 from cubelab.ir.types import Array, Atomic, Pointer, RuntimeArray, Ty
 
 _BUILTINS = {

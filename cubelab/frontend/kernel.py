@@ -16,18 +16,21 @@ compile-time signature) the `Kernel` object, and hands it to `client.launch`.
 from __future__ import annotations
 
 import ast
+import builtins as _b
+import hashlib
 import inspect
 import linecache
-import struct
 import sys
 import textwrap
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from cubelab.errors import KernelSourceError, LaunchError
+from cubelab.errors import KernelSourceError
 from cubelab.frontend import ops
-from cubelab.frontend.rewrite import ParamInfo, Rewritten, rewrite
+from cubelab.frontend.instance import KernelInstance
+from cubelab.frontend.launch import Launcher
+from cubelab.frontend.rewrite import Rewritten, rewrite
 from cubelab.frontend.types import (
     BufferSpec,
     ComptimeSpec,
@@ -35,29 +38,16 @@ from cubelab.frontend.types import (
     GenericSize,
     ScalarKind,
     VectorSpec,
+    Float,
+    Int,
+    Size,
     bool_,
     from_type_param,
-    f32,
-    i32,
-    u32,
 )
-from cubelab.frontend.values import RV, BufferRef
-from cubelab.ir.core import BufferParam, KernelDefinition, ScalarParam
 from cubelab.ir.scope import Scope
-from cubelab.ir.types import Pointer, RuntimeArray
-from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
-from cubelab.runtime.kernel import (
-    BUFFER_COMPILATION_ARG,
-    SCALAR_COMPILATION_ARG,
-    AddressType,
-    BufferBinding,
-    Bindings,
-    CubeCount,
-    CubeDim,
-    DebugStruct,
-    ExecutionMode,
-    KernelId,
-)
+from cubelab.runtime.kernel_id import ExecutionMode
+
+__all__ = ["CubeFunction", "KernelInstance", "cube"]
 
 _PY_SCALARS = {bool: bool_}
 
@@ -71,14 +61,8 @@ class Param:
     col: int
 
 
-def _camel(name: str) -> str:
-    return "".join(p[:1].upper() + p[1:] for p in name.split("_") if p) or name
-
-
 def _type_var_spec(tv: Any) -> Any:
     """PEP 695 `def k[F: Float, N: Size](...)`: map each TypeVar to a cubelab generic."""
-    from cubelab.frontend.types import Float, Int, Size
-
     bound = getattr(tv, "__bound__", None)
     if bound is Float or bound is Int:
         return GenericScalar(tv.__name__, bound.name)
@@ -115,8 +99,8 @@ class CubeFunction:
         self._make = self._compile_expand()
         self.generics = self._collect_generics()
         self._names_checked = False
-        self.launch = _Launcher(self, ExecutionMode.Checked) if launch else None
-        self.launch_unchecked = (_Launcher(self, ExecutionMode.Unchecked)
+        self.launch = Launcher(self, ExecutionMode.Checked) if launch else None
+        self.launch_unchecked = (Launcher(self, ExecutionMode.Unchecked)
                                  if launch_unchecked else None)
         self.Kernel = KernelInstance
 
@@ -235,8 +219,6 @@ class CubeFunction:
 
     def origin(self) -> str:
         """Digest of this function's source and of the @cube helpers it names (see KernelId)."""
-        import hashlib
-
         seen: set[int] = set()
         parts: list[str] = []
 
@@ -257,8 +239,6 @@ class CubeFunction:
     def check_names(self) -> None:
         if self._names_checked:
             return
-        import builtins as _b
-
         closure = set(self.fn.__code__.co_freevars)
         for name, (line, col) in self.rewritten.free_names.items():
             if name in closure or name in self.fn.__globals__ or hasattr(_b, name):
@@ -314,303 +294,6 @@ class CubeFunction:
     def __repr__(self) -> str:
         kind = "kernel" if self.is_kernel else "helper"
         return f"<@cube {kind} {self.__name__}>"
-
-
-_F32 = struct.Struct("<f")
-
-
-def _f32_round(v: Any, name: str, kernel: str) -> float:
-    """A Python number as the f32 the kernel will see (infinities and NaN pass through)."""
-    try:
-        return _F32.unpack(_F32.pack(float(v)))[0]  # type: ignore[no-any-return]
-    except OverflowError:
-        raise LaunchError(f"launch of `{kernel}`: argument `{name}` = {v!r} does not fit in f32 "
-                          "(|x| > 3.4e38); pass float('inf') if that is what you mean") from None
-
-
-def _scalar_bytes(kind: ScalarKind, v: Any, name: str, kernel: str) -> Any:
-    if isinstance(v, ScalarArg):
-        v = v.value
-    if hasattr(v, "item") and not isinstance(v, (int, float, bool)):
-        v = v.item()  # numpy scalars
-    if kind is bool_:
-        if not isinstance(v, (bool, int)):
-            raise LaunchError(f"launch of `{kernel}`: argument `{name}` is bool, got {v!r}")
-        return bool(v)
-    if kind is f32:
-        if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise LaunchError(f"launch of `{kernel}`: argument `{name}` is f32, got {v!r}")
-        return _f32_round(v, name, kernel)
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise LaunchError(f"launch of `{kernel}`: argument `{name}` is {kind}, got {v!r}")
-    lo, hi = (0, 2**32 - 1) if kind is u32 else (-(2**31), 2**31 - 1)
-    if not lo <= v <= hi:
-        raise LaunchError(f"launch of `{kernel}`: argument `{name}` = {v} does not fit in {kind}")
-    return v
-
-
-def _check_aliasing(kernel: str, buffers: list[BufferBinding]) -> None:
-    """WebGPU refuses a dispatch that binds one buffer both read-only and writable."""
-    seen: dict[int, BufferBinding] = {}
-    for b in buffers:
-        other = seen.get(b.handle.id)
-        if other is not None and other.writable != b.writable:
-            ro, rw = (other, b) if b.writable else (b, other)
-            raise LaunchError(
-                f"launch of `{kernel}`: the same buffer is bound as `{ro.name}` (read-only) and "
-                f"`{rw.name}` (writable); a dispatch cannot read a buffer through one binding "
-                "while writing it through another. Use a separate output buffer."
-            )
-        seen[b.handle.id] = b
-
-
-class _Launcher:
-    """`kernel.launch` / `kernel.launch_unchecked`: index with the generic types, then call."""
-
-    def __init__(self, fn: CubeFunction, mode: ExecutionMode) -> None:
-        self.fn = fn
-        self.mode = mode
-        self._bound: dict[tuple[Any, ...], _BoundLauncher] = {}
-
-    def __getitem__(self, types: Any) -> "_BoundLauncher":
-        key = types if isinstance(types, tuple) else (types,)
-        bound = self._bound.get(key)
-        if bound is None:
-            bound = _BoundLauncher(self.fn, self.mode, key)
-            self._bound[key] = bound
-        return bound
-
-    def __call__(self, *args: Any) -> None:
-        return self[()](*args)
-
-    def __repr__(self) -> str:
-        return f"<{self.fn.__name__}.{'launch' if self.mode is ExecutionMode.Checked else 'launch_unchecked'}>"
-
-
-class _BoundLauncher:
-    def __init__(self, fn: CubeFunction, mode: ExecutionMode, types: tuple[Any, ...]) -> None:
-        self.fn, self.mode = fn, mode
-        name = fn.__name__
-        type_generics = [g for g in fn.generics if isinstance(g, GenericScalar)]
-        self.size_generics = [g for g in fn.generics if isinstance(g, GenericSize)]
-        if len(types) != len(type_generics):
-            want = ", ".join(g.name for g in type_generics) or "none"
-            example = f"{name}.launch[{', '.join('f32' for _ in type_generics)}](...)" \
-                if type_generics else f"{name}.launch(...)"
-            raise LaunchError(f"`{name}` has generic types [{want}] but was given "
-                              f"{len(types)}: write {example}")
-        self.types: dict[str, ScalarKind] = {}
-        for g, t in zip(type_generics, types):
-            if not isinstance(t, ScalarKind) or not g.accepts(t):
-                raise LaunchError(f"`{name}`: generic {g.name} is a {g.family}, got {t!r}")
-            self.types[g.name] = t
-        self._kernels: dict[tuple[Any, ...], KernelInstance] = {}
-        self._buffer_params = [p for p in fn.params if p.kind == "buffer"]
-        self._plan: list[tuple[Any, ...]] | None = None  # built at the first launch (see _build_plan)
-        # (cube_dim, id(properties)) -> properties, for dims already checked against the limits
-        self._dims_ok: dict[tuple[CubeDim, int], Any] = {}
-
-    def _build_plan(self) -> list[tuple[Any, ...]]:
-        """Per parameter, what a launch checks and packs, resolved once: the launch path then
-        reads tuples instead of walking specs (a cache-hit launch is a few µs of Python)."""
-        plan: list[tuple[Any, ...]] = []
-        for p in self.fn.params:
-            if p.kind == "buffer":
-                w = p.spec.width_spec
-                plan.append(("buffer", p, p.name, w if isinstance(w, int) else None,
-                             None if isinstance(w, int) else w.name, p.spec.writable,
-                             p.spec.tensor))
-            elif p.kind == "scalar":
-                plan.append(("scalar", p, p.name, p.spec, p.spec.elem.value))
-            else:
-                plan.append((p.kind, p, p.name))
-        self._plan = plan
-        return plan
-
-    def __call__(self, client: Any, cube_count: Any, cube_dim: Any, *args: Any) -> None:
-        fn = self.fn
-        name = fn.__name__
-        fn.check_names()
-        if not isinstance(cube_count, CubeCount):
-            raise LaunchError(f"launch of `{name}`: the second argument is the cube count "
-                              f"(CubeCount.Static(x, y, z)), got {cube_count!r}")
-        if not isinstance(cube_dim, CubeDim):
-            raise LaunchError(f"launch of `{name}`: the third argument is the cube dim "
-                              f"(CubeDim.new_1d(n)), got {cube_dim!r}")
-        plan = self._plan or self._build_plan()
-        size_generics = self.size_generics
-        nsz = len(size_generics)
-        if len(args) != nsz + len(plan):
-            names = [f"{g.name.lower()} (vector size)" for g in size_generics]
-            names += [p.name for p in fn.params]
-            raise LaunchError(
-                f"launch of `{name}` takes client, cube_count, cube_dim and {nsz + len(plan)} "
-                f"more argument(s) ({', '.join(names)}), got {len(args)}"
-            )
-        size_of: dict[str, int] = {}
-        if nsz:
-            sizes = args[:nsz]
-            for g, v in zip(size_generics, sizes):
-                if v not in (1, 2, 4) or isinstance(v, bool):
-                    raise LaunchError(f"launch of `{name}`: vector size {g.name} must be 1, 2 "
-                                      f"or 4, got {v!r}")
-                size_of[g.name] = v
-            args = args[nsz:]
-        else:
-            sizes = ()
-        props = client.properties()
-        if self._dims_ok.get((cube_dim, id(props))) is not props:
-            self._check_dim(name, cube_dim, props)
-        buffers: list[BufferBinding] = []
-        scalars: dict[str, list[Any]] = {}
-        comptimes: list[Any] = []
-        for step, a in zip(plan, args):
-            kind = step[0]
-            if kind == "buffer":
-                _, p, pname, width, size_name, writable, tensor = step
-                if width is None:
-                    width = size_of[size_name]
-                if tensor:
-                    if not isinstance(a, TensorArg):
-                        raise LaunchError(
-                            f"launch of `{name}`: argument `{pname}` is a {p.spec!r}; pass "
-                            f"TensorArg.from_raw_parts(handle, shape, strides), got "
-                            f"{type(a).__name__}")
-                    buffers.append(BufferBinding(a.handle, a.length // width, writable, pname,
-                                                 a.shape, a.strides))
-                    continue
-                if not isinstance(a, BufferArg):
-                    raise LaunchError(
-                        f"launch of `{name}`: argument `{pname}` is a {p.spec!r}; pass "
-                        f"BufferArg.from_raw_parts(handle, length), got {type(a).__name__}")
-                length = a.length
-                if length % width:
-                    raise LaunchError(
-                        f"launch of `{name}`: argument `{pname}` has length {length}, which "
-                        f"the vector size {width} does not divide; pad the buffer or pick a "
-                        "vector size that divides it")
-                buffers.append(BufferBinding(a.handle, length // width, writable, pname))
-            elif kind == "scalar":
-                _, p, pname, skind, elem = step
-                if skind is f32 and type(a) is float:
-                    v = _f32_round(a, pname, name)
-                else:
-                    v = _scalar_bytes(skind, a, pname, name)
-                group = scalars.get(elem)
-                if group is None:
-                    scalars[elem] = [v]
-                else:
-                    group.append(v)
-            elif kind == "comptime":
-                try:
-                    hash(a)
-                except TypeError:
-                    raise LaunchError(f"launch of `{name}`: Comptime argument `{step[2]}` must "
-                                      f"be hashable (it is part of the KernelId), got {a!r}"
-                                      ) from None
-                comptimes.append(a)
-            else:
-                raise LaunchError(f"launch of `{name}`: argument `{step[2]}` has no launchable "
-                                  "type")
-        if len(buffers) > 1 and len({b.handle.id for b in buffers}) != len(buffers):
-            _check_aliasing(name, buffers)
-        key = (cube_dim, tuple(sizes), tuple(comptimes))
-        kernel = self._kernels.get(key)
-        if kernel is None:
-            kernel = KernelInstance(self.fn, self.mode, cube_dim, dict(self.types), size_of,
-                                    tuple(comptimes))
-            self._kernels[key] = kernel
-        client.launch(kernel, cube_count, Bindings(buffers, scalars))
-
-    def _check_dim(self, name: str, cube_dim: CubeDim, props: Any) -> None:
-        dims = cube_dim.as_tuple()
-        if cube_dim.num_units > props.max_units_per_cube or any(
-                d > m for d, m in zip(dims, props.max_cube_dim)) or min(dims) < 1:
-            raise LaunchError(
-                f"launch of `{name}`: cube dim {dims} has {cube_dim.num_units} "
-                f"units; the device allows 1..{props.max_units_per_cube} units per cube and at "
-                f"most {props.max_cube_dim} per axis"
-            )
-        self._dims_ok[(cube_dim, id(props))] = props  # holds props: its id stays unique
-
-
-class KernelInstance:
-    """One launch's compile-time arguments (the seed's `Saxpy<F>` + `SaxpyInfo<F>`)."""
-
-    def __init__(self, fn: CubeFunction, mode: ExecutionMode, cube_dim: CubeDim,
-                 types: dict[str, ScalarKind], sizes: dict[str, int],
-                 comptimes: tuple[Any, ...]) -> None:
-        self.fn = fn
-        self.mode = mode
-        self.cube_dim = cube_dim
-        self.types = types
-        self.sizes = sizes
-        self.comptimes = comptimes
-        self.name = _camel(fn.__name__)
-        module = (fn.fn.__module__ or "__main__").replace(".", "::")
-        generics = ", ".join(repr(t) for t in types.values())
-        type_name = f"{module}::{fn.__name__}::{self.name}" + (f"<{generics}>" if generics else "")
-        fields: list[tuple[str, Any]] = [(k.lower(), v) for k, v in sizes.items()]
-        it = iter(comptimes)
-        for p in fn.params:
-            if p.kind == "buffer":
-                fields.append((p.name, BUFFER_COMPILATION_ARG))
-            elif p.kind == "scalar":
-                fields.append((p.name, SCALAR_COMPILATION_ARG))
-            else:
-                fields.append((p.name, next(it)))
-        self.info = DebugStruct(f"{self.name}Info", tuple(fields))
-        self._id = KernelId(type_name, AddressType.U32, cube_dim, mode, self.info,
-                            fn.origin())
-        parts = [fn.__name__]
-        for g in fn.generics:
-            value = types[g.name] if isinstance(g, GenericScalar) else sizes[g.name]
-            parts.append(f"{g.name.lower()}_{value}")
-        self.entry = "_".join(parts) + f"_{self._id.hash8}"
-        tag = "_".join(repr(t) for t in types.values())
-        self.profile_tag = f"{tag}_{self._id.hash8}" if tag else self._id.hash8
-
-    def id(self) -> KernelId:
-        return self._id
-
-    def define(self) -> KernelDefinition:
-        fn = self.fn
-        scope = Scope(types={**self.types, **self.sizes, "__cube_dim__": self.cube_dim.as_tuple()},
-                      file=fn.file, kernel_name=fn.__name__)
-        args: list[Any] = []
-        buffers: list[BufferParam] = []
-        scalars: list[ScalarParam] = []
-        per_elem: dict[str, int] = {}
-        comptimes = iter(self.comptimes)
-        for p in fn.params:
-            scope.at(p.lineno, p.col)
-            if p.kind == "buffer":
-                item = p.spec.item_ty(scope)
-                v = scope.new_value(Pointer(RuntimeArray(item), "global", p.spec.writable), p.name)
-                buffers.append(BufferParam(  # type: ignore[arg-type]
-                    p.name, len(buffers), item, p.spec.writable, v, tensor=p.spec.tensor))
-                args.append(BufferRef(v, p.name, p.spec.writable, p.spec.tensor))
-            elif p.kind == "scalar":
-                elem = p.spec.elem.value
-                idx = per_elem.get(elem, 0)
-                per_elem[elem] = idx + 1
-                scalars.append(ScalarParam(p.name, elem, idx))
-                val = scope.emit_prologue(("scalar", p.name), "info.scalar", [], p.spec.ty,
-                                          elem=elem, index=idx)
-                args.append(RV(val))
-            else:
-                args.append(next(comptimes))
-        scope.loc = None
-        fn.expand_fn()(scope, *args)
-        return KernelDefinition(
-            name=fn.__name__, entry=self.entry, cube_dim=self.cube_dim.as_tuple(),
-            buffers=buffers, scalars=scalars, body=scope.root, source_file=fn.file,
-            source_lines=fn.source.splitlines(), first_line=fn.first_line,
-            required_features=set(scope.features),
-        )
-
-    def __repr__(self) -> str:
-        return f"<Kernel {self.entry}>"
 
 
 def cube(fn: Callable[..., Any] | None = None, *, launch: bool = False,

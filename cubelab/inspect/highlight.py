@@ -23,6 +23,8 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES, Token, _TokenType
 
+from cubelab.inspect.lexer import CubeIrLexer
+
 __all__ = ["lexer_for", "to_html", "css", "CSS_SCOPE"]
 
 CSS_SCOPE = "cubelab-code"
@@ -99,8 +101,6 @@ def lexer_for(lang: str) -> Lexer:
     """A pygments lexer for a cubelab view language (IR, WGSL, MSL via cpp, Python, ...)."""
     name = _ALIASES.get(lang, lang)
     if name == "cube-ir":
-        from cubelab.inspect.lexer import CubeIrLexer
-
         return CubeIrLexer()
     try:
         return get_lexer_by_name(name)

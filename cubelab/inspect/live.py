@@ -21,8 +21,9 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from cubelab.inspect.instances import diff
 from cubelab.runtime import events as ev
-from cubelab.runtime.kernel import KernelId
+from cubelab.runtime.kernel_id import KernelId
 
 __all__ = ["Ledger", "CacheStats", "KernelIdStats", "CacheSnapshot", "BufferStates",
            "BufferState", "BufferHistory", "BuffersSnapshot", "LaunchLog", "LaunchRecord",
@@ -149,8 +150,6 @@ class CacheSnapshot:
 
 def nearest_earlier(kid: KernelId, earlier: list[KernelId]) -> tuple[KernelId | None, list[str]]:
     """The earlier id of the same kernel that differs in the fewest fields, and the diff."""
-    from cubelab.inspect import diff
-
     base = kid.type.split("<", 1)[0]
     best: tuple[int, int, KernelId, list[str]] | None = None
     for i, other in enumerate(earlier):

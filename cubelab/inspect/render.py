@@ -11,15 +11,21 @@ import difflib
 import sys
 from typing import Any
 
+from cubelab.frontend.kernel import CubeFunction, KernelInstance
+from cubelab.inspect import live
+from cubelab.inspect.instances import expanded, explain
+from cubelab.inspect.live import ago
+from cubelab.inspect.preview import Compiled, compiled
+from cubelab.inspect.trace import Trace
 from cubelab.inspect.views import CodeView, NoteView, SectionsView, TableView, View
+from cubelab.ir.passes import PassRecord
+from cubelab.runtime.kernel_id import KernelId
 
 __all__ = ["view", "show", "kernel_id_view", "passes_view", "cache_view", "buffers_view",
            "launches_view"]
 
 
 def kernel_id_view(kid: Any, title: str | None = None) -> View:
-    from cubelab.inspect import explain
-
     rows = [(k, v, why) for k, v, why in explain(kid)]
     return SectionsView([
         TableView(["field", "value", "what it means"], rows),
@@ -40,8 +46,6 @@ def passes_view(records: Any) -> View:
 
 
 def cache_view(snap: Any) -> View:
-    from cubelab.inspect.live import ago
-
     rows, classes = [], []
     for r in snap.rows:
         rows.append((r.short, r.compiles, r.hits, ago(r.last_launched),
@@ -94,22 +98,17 @@ def launches_view(records: Any) -> View:
 
 def view(x: Any) -> View:
     """The renderable for `x` (a kernel, a Kernel instance, a KernelId, passes, a ledger, ...)."""
-    from cubelab import inspect as I
-    from cubelab.frontend.kernel import CubeFunction, KernelInstance
-    from cubelab.ir.passes import PassRecord
-    from cubelab.runtime.kernel import KernelId
-
     if isinstance(x, View):
         return x
     if isinstance(x, CubeFunction):
         return SectionsView([
             CodeView(x.source, "python", title=f"Source — {x.file}:{x.first_line}",
                      first_line=x.first_line),
-            CodeView(I.expanded(x), "python", title="Expanded (the generated expand function)"),
+            CodeView(expanded(x), "python", title="Expanded (the generated expand function)"),
         ], title=f"@cube {x.__name__}")
     if isinstance(x, KernelInstance):
-        return view(I.compiled(x))
-    if isinstance(x, I.Compiled):
+        return view(compiled(x))
+    if isinstance(x, Compiled):
         sections: list[View] = [
             CodeView(x.expanded_ir, "ir", title="IR (as expanded)"),
             passes_view(x.passes),
@@ -126,16 +125,16 @@ def view(x: Any) -> View:
         return passes_view(x)
     if isinstance(x, (list, tuple)) and all(isinstance(s, str) for s in x):
         return NoteView(list(x) or ["identical"], title="Why a new KernelId")
-    if isinstance(x, I.live.CacheSnapshot):
+    if isinstance(x, live.CacheSnapshot):
         return cache_view(x)
-    if isinstance(x, I.live.BuffersSnapshot):
+    if isinstance(x, live.BuffersSnapshot):
         return buffers_view(x)
-    if isinstance(x, tuple) and all(isinstance(r, I.live.LaunchRecord) for r in x):
+    if isinstance(x, tuple) and all(isinstance(r, live.LaunchRecord) for r in x):
         return launches_view(x)
-    if isinstance(x, I.Trace):
+    if isinstance(x, Trace):
         return CodeView(x.table(), "text", title=f"trace of `{x.kernel}`, unit {x.unit} "
                                                  f"(step {x.position + 1} of {len(x)})")
-    if isinstance(x, I.live.Ledger):
+    if isinstance(x, live.Ledger):
         return view(x.snapshot())  # type: ignore[attr-defined]
     if isinstance(x, str):
         return CodeView(x, "text")

@@ -28,8 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from cubelab.errors import CubeError
+from cubelab.ir.printer import print_kernel
 from cubelab.runtime.cpu import LaunchReport, cpu_server
 from cubelab.runtime.cpu.trace import TraceStep
+from cubelab.runtime.device import Device
+from cubelab.runtime.handle import BufferArg, TensorArg
 
 __all__ = ["Trace", "TraceStep", "trace", "unit_position"]
 
@@ -164,8 +167,6 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
             "the traced launch did not run (it failed to compile, was gated, skipped, or is a "
             "dry run); read one of its output buffers to see why")
     tracer, report, definition = result
-    from cubelab.ir.printer import print_kernel
-
     t = Trace(definition.name, units_t, tracer.steps, print_kernel(definition),
               list(definition.source_lines), definition.first_line, report, tracer.truncated,
               client, copied, unit=units_t[0])
@@ -174,9 +175,6 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
 
 def _copy_to_cpu(client: Any, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:
     """The CPU client and `args` with every buffer argument replaced by a CPU copy."""
-    from cubelab.runtime.device import Device
-    from cubelab.runtime.handle import BufferArg, TensorArg
-
     cpu = Device.cpu().client()
     copies: dict[int, Any] = {}
 

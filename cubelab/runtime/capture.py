@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from cubelab.errors import CaptureError
 
 if TYPE_CHECKING:
-    from cubelab.runtime.kernel import Bindings, CubeCount, CubeKernel
+    from cubelab.runtime.kernel_id import CubeKernel
+    from cubelab.runtime.launch_args import Bindings, CubeCount
     from cubelab.runtime.server import PipelineEntry
 
 

@@ -31,7 +31,8 @@ from cubelab.runtime import events as ev
 from cubelab.runtime.capture import Graph
 from cubelab.runtime.dry_run import launch_mode
 from cubelab.runtime.handle import Handle, refuse_released
-from cubelab.runtime.kernel import Bindings, CubeCount, CubeKernel
+from cubelab.runtime.kernel_id import CubeKernel
+from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.streams import current_stream
 
 if TYPE_CHECKING:

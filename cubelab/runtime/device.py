@@ -16,6 +16,7 @@ import warnings
 from typing import Any, Callable
 
 from cubelab.errors import DeviceError
+from cubelab.runtime.client import Client
 from cubelab.runtime.debug_log import DebugLog
 from cubelab.runtime.events import EventBus
 from cubelab.runtime.runner import Runner
@@ -94,8 +95,6 @@ class Device:
             server.publish_hit_tallies()
 
     def client(self) -> Any:
-        from cubelab.runtime.client import Client
-
         if self._client is None:
             self._client = Client(self)
         return self._client

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:
-    from cubelab.runtime.kernel import KernelId
+    from cubelab.runtime.kernel_id import KernelId
 
 
 @dataclass(slots=True, eq=False)

@@ -38,7 +38,7 @@ from cubelab.runtime import events as ev
 
 if TYPE_CHECKING:
     from cubelab.runtime.handle import Handle
-    from cubelab.runtime.kernel import KernelId
+    from cubelab.runtime.kernel_id import KernelId
 
 
 class LaunchInFlight(Exception):

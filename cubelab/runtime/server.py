@@ -58,7 +58,6 @@ from cubelab.errors import (
     CaptureError,
     CubeError,
     DeviceFault,
-    FeatureError,
     KernelSourceError,
     ResourceError,
 )
@@ -76,7 +75,8 @@ from cubelab.runtime.execute_scope import (
     fail_buffers,
 )
 from cubelab.runtime.handle import Handle, refuse_released
-from cubelab.runtime.kernel import Bindings, CubeCount, CubeKernel, KernelId
+from cubelab.runtime.kernel_id import CubeKernel, KernelId
+from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, MemoryPool, MemoryUsage, Slice
 from cubelab.runtime.streams import StreamScheduler, Task
 

@@ -25,7 +25,7 @@ from cubelab.inspect.render import passes_view
 from cubelab.inspect.views import TableView, table_css
 from cubelab.ir.passes import PassRecord
 from cubelab.runtime import events as ev
-from cubelab.runtime.kernel import KernelId
+from cubelab.runtime.kernel_id import KernelId
 from cubelab.widgets._live import LiveView, UiThread, set_html
 
 __all__ = ["KernelInspector", "TABS"]

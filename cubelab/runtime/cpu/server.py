@@ -44,7 +44,8 @@ from cubelab.runtime.cpu.memory import OOB_MODES, Mem, OobAccess
 from cubelab.runtime.cpu.plan import Plan
 from cubelab.runtime.cpu.trace import Tracer
 from cubelab.runtime.handle import Handle
-from cubelab.runtime.kernel import Bindings, CubeCount, KernelId
+from cubelab.runtime.kernel_id import KernelId
+from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
 from cubelab.runtime.execute_scope import LaunchInfo, fail_buffers

@@ -47,7 +47,7 @@ from cubelab.compiler.targets import TARGETS
 from cubelab.errors import CompileError, DeviceError
 from cubelab.runtime import events as ev
 from cubelab.runtime.handle import Handle
-from cubelab.runtime.kernel import Bindings, CubeCount
+from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
 from cubelab.runtime.server import PipelineEntry, Server

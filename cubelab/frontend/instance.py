@@ -1,0 +1,113 @@
+"""`KernelInstance`: one launch's compile-time arguments — the seed's `Saxpy<F>` + `SaxpyInfo<F>`.
+
+It is what the runtime receives as a `CubeKernel`: `id()` is the KernelId (computed once, at
+construction, so a cache-hit launch pays nothing for it) and `define()` builds the IR — IR values
+for every argument, then the kernel's generated `expand` — on the device thread, on a cache miss.
+`launch` (`launch.py`) builds one per distinct compile-time signature and reuses it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from cubelab.frontend.types import GenericScalar, ScalarKind
+from cubelab.frontend.values import RV, BufferRef
+from cubelab.ir.core import BufferParam, KernelDefinition, ScalarParam
+from cubelab.ir.scope import Scope
+from cubelab.ir.types import Pointer, RuntimeArray
+from cubelab.runtime.kernel_id import (
+    BUFFER_COMPILATION_ARG,
+    SCALAR_COMPILATION_ARG,
+    AddressType,
+    CubeDim,
+    DebugStruct,
+    ExecutionMode,
+    KernelId,
+)
+
+if TYPE_CHECKING:
+    from cubelab.frontend.kernel import CubeFunction
+
+
+def _camel(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in name.split("_") if p) or name
+
+
+
+class KernelInstance:
+    """One launch's compile-time arguments (the seed's `Saxpy<F>` + `SaxpyInfo<F>`)."""
+
+    def __init__(self, fn: CubeFunction, mode: ExecutionMode, cube_dim: CubeDim,
+                 types: dict[str, ScalarKind], sizes: dict[str, int],
+                 comptimes: tuple[Any, ...]) -> None:
+        self.fn = fn
+        self.mode = mode
+        self.cube_dim = cube_dim
+        self.types = types
+        self.sizes = sizes
+        self.comptimes = comptimes
+        self.name = _camel(fn.__name__)
+        module = (fn.fn.__module__ or "__main__").replace(".", "::")
+        generics = ", ".join(repr(t) for t in types.values())
+        type_name = f"{module}::{fn.__name__}::{self.name}" + (f"<{generics}>" if generics else "")
+        fields: list[tuple[str, Any]] = [(k.lower(), v) for k, v in sizes.items()]
+        it = iter(comptimes)
+        for p in fn.params:
+            if p.kind == "buffer":
+                fields.append((p.name, BUFFER_COMPILATION_ARG))
+            elif p.kind == "scalar":
+                fields.append((p.name, SCALAR_COMPILATION_ARG))
+            else:
+                fields.append((p.name, next(it)))
+        self.info = DebugStruct(f"{self.name}Info", tuple(fields))
+        self._id = KernelId(type_name, AddressType.U32, cube_dim, mode, self.info,
+                            fn.origin())
+        parts = [fn.__name__]
+        for g in fn.generics:
+            value = types[g.name] if isinstance(g, GenericScalar) else sizes[g.name]
+            parts.append(f"{g.name.lower()}_{value}")
+        self.entry = "_".join(parts) + f"_{self._id.hash8}"
+        tag = "_".join(repr(t) for t in types.values())
+        self.profile_tag = f"{tag}_{self._id.hash8}" if tag else self._id.hash8
+
+    def id(self) -> KernelId:
+        return self._id
+
+    def define(self) -> KernelDefinition:
+        fn = self.fn
+        scope = Scope(types={**self.types, **self.sizes, "__cube_dim__": self.cube_dim.as_tuple()},
+                      file=fn.file, kernel_name=fn.__name__)
+        args: list[Any] = []
+        buffers: list[BufferParam] = []
+        scalars: list[ScalarParam] = []
+        per_elem: dict[str, int] = {}
+        comptimes = iter(self.comptimes)
+        for p in fn.params:
+            scope.at(p.lineno, p.col)
+            if p.kind == "buffer":
+                item = p.spec.item_ty(scope)
+                v = scope.new_value(Pointer(RuntimeArray(item), "global", p.spec.writable), p.name)
+                buffers.append(BufferParam(  # type: ignore[arg-type]
+                    p.name, len(buffers), item, p.spec.writable, v, tensor=p.spec.tensor))
+                args.append(BufferRef(v, p.name, p.spec.writable, p.spec.tensor))
+            elif p.kind == "scalar":
+                elem = p.spec.elem.value
+                idx = per_elem.get(elem, 0)
+                per_elem[elem] = idx + 1
+                scalars.append(ScalarParam(p.name, elem, idx))
+                val = scope.emit_prologue(("scalar", p.name), "info.scalar", [], p.spec.ty,
+                                          elem=elem, index=idx)
+                args.append(RV(val))
+            else:
+                args.append(next(comptimes))
+        scope.loc = None
+        fn.expand_fn()(scope, *args)
+        return KernelDefinition(
+            name=fn.__name__, entry=self.entry, cube_dim=self.cube_dim.as_tuple(),
+            buffers=buffers, scalars=scalars, body=scope.root, source_file=fn.file,
+            source_lines=fn.source.splitlines(), first_line=fn.first_line,
+            required_features=set(scope.features),
+        )
+
+    def __repr__(self) -> str:
+        return f"<Kernel {self.entry}>"

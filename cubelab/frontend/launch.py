@@ -1,0 +1,218 @@
+"""`kernel.launch[...]` and `kernel.launch_unchecked[...]`: what a `@cube(launch=True)` kernel's
+generated `launch` does on the calling thread, every call.
+
+Index with the generic types (`saxpy.launch[f32]`), then call with the client, cube count, cube
+dim, vector sizes and arguments. Each argument is checked against the kernel's signature (a
+mistake is a LaunchError naming the argument and what to pass instead) and registered on the
+runtime's `KernelLauncher`; the `KernelInstance` of this compile-time signature is found (or
+built, once) and submitted. No IR is built here: that is `define()`, on a cache miss only.
+
+The trap: this is the hot path of a cache-hit launch (a few µs of Python). The per-parameter
+work is resolved once per bound launcher (`_build_plan`), and nothing here walks specs per call.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, Any
+
+from cubelab.errors import LaunchError
+from cubelab.frontend.instance import KernelInstance
+from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind, bool_, f32, u32
+from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
+from cubelab.runtime.kernel_id import CubeDim, ExecutionMode
+from cubelab.runtime.kernel_launcher import KernelLauncher, check_cube_dim
+from cubelab.runtime.launch_args import BufferBinding, CubeCount
+
+if TYPE_CHECKING:
+    from cubelab.frontend.kernel import CubeFunction
+
+
+_F32 = struct.Struct("<f")
+
+
+def _f32_round(v: Any, name: str, kernel: str) -> float:
+    """A Python number as the f32 the kernel will see (infinities and NaN pass through)."""
+    try:
+        return _F32.unpack(_F32.pack(float(v)))[0]  # type: ignore[no-any-return]
+    except OverflowError:
+        raise LaunchError(f"launch of `{kernel}`: argument `{name}` = {v!r} does not fit in f32 "
+                          "(|x| > 3.4e38); pass float('inf') if that is what you mean") from None
+
+
+def _scalar_bytes(kind: ScalarKind, v: Any, name: str, kernel: str) -> Any:
+    if isinstance(v, ScalarArg):
+        v = v.value
+    if hasattr(v, "item") and not isinstance(v, (int, float, bool)):
+        v = v.item()  # numpy scalars
+    if kind is bool_:
+        if not isinstance(v, (bool, int)):
+            raise LaunchError(f"launch of `{kernel}`: argument `{name}` is bool, got {v!r}")
+        return bool(v)
+    if kind is f32:
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise LaunchError(f"launch of `{kernel}`: argument `{name}` is f32, got {v!r}")
+        return _f32_round(v, name, kernel)
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise LaunchError(f"launch of `{kernel}`: argument `{name}` is {kind}, got {v!r}")
+    lo, hi = (0, 2**32 - 1) if kind is u32 else (-(2**31), 2**31 - 1)
+    if not lo <= v <= hi:
+        raise LaunchError(f"launch of `{kernel}`: argument `{name}` = {v} does not fit in {kind}")
+    return v
+
+
+class Launcher:
+    """`kernel.launch` / `kernel.launch_unchecked`: index with the generic types, then call."""
+
+    def __init__(self, fn: CubeFunction, mode: ExecutionMode) -> None:
+        self.fn = fn
+        self.mode = mode
+        self._bound: dict[tuple[Any, ...], BoundLauncher] = {}
+
+    def __getitem__(self, types: Any) -> "BoundLauncher":
+        key = types if isinstance(types, tuple) else (types,)
+        bound = self._bound.get(key)
+        if bound is None:
+            bound = BoundLauncher(self.fn, self.mode, key)
+            self._bound[key] = bound
+        return bound
+
+    def __call__(self, *args: Any) -> None:
+        return self[()](*args)
+
+    def __repr__(self) -> str:
+        return f"<{self.fn.__name__}.{'launch' if self.mode is ExecutionMode.Checked else 'launch_unchecked'}>"
+
+
+class BoundLauncher:
+    def __init__(self, fn: CubeFunction, mode: ExecutionMode, types: tuple[Any, ...]) -> None:
+        self.fn, self.mode = fn, mode
+        name = fn.__name__
+        type_generics = [g for g in fn.generics if isinstance(g, GenericScalar)]
+        self.size_generics = [g for g in fn.generics if isinstance(g, GenericSize)]
+        if len(types) != len(type_generics):
+            want = ", ".join(g.name for g in type_generics) or "none"
+            example = f"{name}.launch[{', '.join('f32' for _ in type_generics)}](...)" \
+                if type_generics else f"{name}.launch(...)"
+            raise LaunchError(f"`{name}` has generic types [{want}] but was given "
+                              f"{len(types)}: write {example}")
+        self.types: dict[str, ScalarKind] = {}
+        for g, t in zip(type_generics, types):
+            if not isinstance(t, ScalarKind) or not g.accepts(t):
+                raise LaunchError(f"`{name}`: generic {g.name} is a {g.family}, got {t!r}")
+            self.types[g.name] = t
+        self._kernels: dict[tuple[Any, ...], KernelInstance] = {}
+        self._buffer_params = [p for p in fn.params if p.kind == "buffer"]
+        self._plan: list[tuple[Any, ...]] | None = None  # built at the first launch (see _build_plan)
+        # (cube_dim, id(properties)) -> properties, for dims already checked against the limits
+        self._dims_ok: dict[tuple[CubeDim, int], Any] = {}
+
+    def _build_plan(self) -> list[tuple[Any, ...]]:
+        """Per parameter, what a launch checks and packs, resolved once: the launch path then
+        reads tuples instead of walking specs (a cache-hit launch is a few µs of Python)."""
+        plan: list[tuple[Any, ...]] = []
+        for p in self.fn.params:
+            if p.kind == "buffer":
+                w = p.spec.width_spec
+                plan.append(("buffer", p, p.name, w if isinstance(w, int) else None,
+                             None if isinstance(w, int) else w.name, p.spec.writable,
+                             p.spec.tensor))
+            elif p.kind == "scalar":
+                plan.append(("scalar", p, p.name, p.spec, p.spec.elem.value))
+            else:
+                plan.append((p.kind, p, p.name))
+        self._plan = plan
+        return plan
+
+    def __call__(self, client: Any, cube_count: Any, cube_dim: Any, *args: Any) -> None:
+        fn = self.fn
+        name = fn.__name__
+        fn.check_names()
+        if not isinstance(cube_count, CubeCount):
+            raise LaunchError(f"launch of `{name}`: the second argument is the cube count "
+                              f"(CubeCount.Static(x, y, z)), got {cube_count!r}")
+        if not isinstance(cube_dim, CubeDim):
+            raise LaunchError(f"launch of `{name}`: the third argument is the cube dim "
+                              f"(CubeDim.new_1d(n)), got {cube_dim!r}")
+        plan = self._plan or self._build_plan()
+        size_generics = self.size_generics
+        nsz = len(size_generics)
+        if len(args) != nsz + len(plan):
+            names = [f"{g.name.lower()} (vector size)" for g in size_generics]
+            names += [p.name for p in fn.params]
+            raise LaunchError(
+                f"launch of `{name}` takes client, cube_count, cube_dim and {nsz + len(plan)} "
+                f"more argument(s) ({', '.join(names)}), got {len(args)}"
+            )
+        size_of: dict[str, int] = {}
+        if nsz:
+            sizes = args[:nsz]
+            for g, v in zip(size_generics, sizes):
+                if v not in (1, 2, 4) or isinstance(v, bool):
+                    raise LaunchError(f"launch of `{name}`: vector size {g.name} must be 1, 2 "
+                                      f"or 4, got {v!r}")
+                size_of[g.name] = v
+            args = args[nsz:]
+        else:
+            sizes = ()
+        props = client.properties()
+        if self._dims_ok.get((cube_dim, id(props))) is not props:
+            self._check_dim(name, cube_dim, props)
+        launcher = KernelLauncher()
+        register_buffer = launcher.register_buffer
+        comptimes: list[Any] = []
+        for step, a in zip(plan, args):
+            kind = step[0]
+            if kind == "buffer":
+                _, p, pname, width, size_name, writable, tensor = step
+                if width is None:
+                    width = size_of[size_name]
+                if tensor:
+                    if not isinstance(a, TensorArg):
+                        raise LaunchError(
+                            f"launch of `{name}`: argument `{pname}` is a {p.spec!r}; pass "
+                            f"TensorArg.from_raw_parts(handle, shape, strides), got "
+                            f"{type(a).__name__}")
+                    register_buffer(BufferBinding(a.handle, a.length // width, writable, pname,
+                                                 a.shape, a.strides))
+                    continue
+                if not isinstance(a, BufferArg):
+                    raise LaunchError(
+                        f"launch of `{name}`: argument `{pname}` is a {p.spec!r}; pass "
+                        f"BufferArg.from_raw_parts(handle, length), got {type(a).__name__}")
+                length = a.length
+                if length % width:
+                    raise LaunchError(
+                        f"launch of `{name}`: argument `{pname}` has length {length}, which "
+                        f"the vector size {width} does not divide; pad the buffer or pick a "
+                        "vector size that divides it")
+                register_buffer(BufferBinding(a.handle, length // width, writable, pname))
+            elif kind == "scalar":
+                _, p, pname, skind, elem = step
+                if skind is f32 and type(a) is float:
+                    v = _f32_round(a, pname, name)
+                else:
+                    v = _scalar_bytes(skind, a, pname, name)
+                launcher.register_scalar(elem, v)
+            elif kind == "comptime":
+                try:
+                    hash(a)
+                except TypeError:
+                    raise LaunchError(f"launch of `{name}`: Comptime argument `{step[2]}` must "
+                                      f"be hashable (it is part of the KernelId), got {a!r}"
+                                      ) from None
+                comptimes.append(a)
+            else:
+                raise LaunchError(f"launch of `{name}`: argument `{step[2]}` has no launchable "
+                                  "type")
+        key = (cube_dim, tuple(sizes), tuple(comptimes))
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = KernelInstance(self.fn, self.mode, cube_dim, dict(self.types), size_of,
+                                    tuple(comptimes))
+            self._kernels[key] = kernel
+        launcher.launch(client, kernel, cube_count, name)
+
+    def _check_dim(self, name: str, cube_dim: CubeDim, props: Any) -> None:
+        check_cube_dim(name, cube_dim, props)
+        self._dims_ok[(cube_dim, id(props))] = props  # holds props: its id stays unique

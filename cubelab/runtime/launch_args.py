@@ -1,0 +1,141 @@
+"""What one launch passes at run time: the cube count and the bound buffers and scalars.
+
+None of this is part of the KernelId (`kernel_id.py`): launching the same kernel on another grid
+or other data reuses the pipeline. `Bindings` also walks the seed's write-set fallback chain
+(what the compiled IR writes → the declared IO → every buffer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, Sequence
+
+from cubelab.runtime.handle import Handle
+
+__all__ = ["Bindings", "BufferBinding", "CubeCount"]
+
+
+class CubeCount:
+    """How many cubes a launch dispatches. Not part of the KernelId: one pipeline, any grid.
+
+    `CubeCount.Static(x, y, z)` is known on the calling thread; `CubeCount.Dynamic(handle)` is
+    three u32 in device memory (x, y, z; 12 bytes), written by an earlier kernel. The dynamic
+    count is the one launch-shape axis still alive at run time: wgpu dispatches it indirectly
+    (no read-back); the CPU runtime drains the stream and reads the 12 bytes. Its handle is not
+    one of the kernel's bindings, yet the dispatch *reads* it, so the server adds it to the read
+    set: a count buffer carrying a failure skips the launch instead of dispatching garbage.
+    """
+
+    __slots__ = ("x", "y", "z", "handle")
+
+    def __init__(self, x: int, y: int, z: int, handle: Handle | None = None) -> None:
+        self.x, self.y, self.z, self.handle = x, y, z, handle
+
+    @staticmethod
+    def Static(x: int, y: int = 1, z: int = 1) -> "CubeCount":  # noqa: N802 - the seed's name
+        for v in (x, y, z):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"CubeCount.Static needs three non-negative ints, got {(x, y, z)}")
+        return CubeCount(x, y, z)
+
+    @staticmethod
+    def Dynamic(handle: Handle) -> "CubeCount":  # noqa: N802 - the seed's name
+        if not isinstance(handle, Handle):
+            raise TypeError(f"CubeCount.Dynamic needs a Handle holding three u32, got "
+                            f"{type(handle).__name__}")
+        if handle.size < 12:
+            raise ValueError(f"CubeCount.Dynamic: {handle!r} holds {handle.size} bytes; a count "
+                             "is three u32 (x, y, z) = 12 bytes")
+        return CubeCount(0, 0, 0, handle)
+
+    @property
+    def is_static(self) -> bool:
+        return self.handle is None
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.handle is not None
+
+    def as_tuple(self) -> tuple[int, int, int]:
+        return (self.x, self.y, self.z)
+
+    def __repr__(self) -> str:
+        if self.handle is not None:
+            return f"CubeCount.Dynamic({self.handle!r})"
+        return f"CubeCount.Static({self.x}, {self.y}, {self.z})"
+
+
+@dataclass(slots=True)
+class BufferBinding:
+    """One buffer argument as the server sees it: which memory, how many items, declared IO.
+
+    `writable` is the signature's declaration (`Slice` False, `SliceMut` True); None means the
+    launcher declared nothing, and the fallback chain then names the buffer as read and written.
+    """
+
+    handle: Handle
+    items: int
+    writable: bool | None
+    name: str = ""
+    # Tensor arguments only: shape and strides in items (packed into the info block's
+    # dynamic_meta, see compiler/info.py). None for plain slices.
+    shape: tuple[int, ...] | None = None
+    strides: tuple[int, ...] | None = None
+
+
+class _IO(Protocol):
+    @property
+    def readable(self) -> bool: ...
+
+    @property
+    def writable(self) -> bool: ...
+
+
+@dataclass(slots=True)
+class Bindings:
+    """A launch's runtime arguments: buffers in binding order, scalars grouped by type.
+
+    `buffers_written(io)` / `buffers_read(io)` walk the seed's fallback chain: `io` is what the
+    compiled IR does per buffer (`runtime/buffer_io.py`), None when unknown (the kernel did not
+    compile); then the declared IO; then every buffer. See `buffer_io.py` for why it over-names.
+    """
+
+    buffers: list[BufferBinding]
+    scalars: dict[str, list[Any]]
+
+    def lengths(self) -> list[int]:
+        return [b.items for b in self.buffers]
+
+    def tensor_meta(self) -> list[tuple[tuple[int, ...], tuple[int, ...]] | None]:
+        """Per buffer in binding order: (shape, strides) for tensors, None for slices — the
+        third argument of `InfoLayout.pack` (every server must pass it)."""
+        return [(b.shape, b.strides) if b.shape is not None and b.strides is not None else None
+                for b in self.buffers]
+
+    def written(self, io: "Sequence[_IO] | None" = None) -> list[BufferBinding]:
+        out = []
+        for i, b in enumerate(self.buffers):
+            if io is not None and i < len(io):
+                w = io[i].writable
+            elif b.writable is not None:
+                w = b.writable
+            else:
+                w = True
+            if w:
+                out.append(b)
+        return out
+
+    def read(self, io: "Sequence[_IO] | None" = None) -> list[BufferBinding]:
+        out = []
+        for i, b in enumerate(self.buffers):
+            # a declared SliceMut is read-write: only the IR can tell a pure output apart
+            r = io[i].readable if io is not None and i < len(io) else True
+            if r:
+                out.append(b)
+        return out
+
+    def buffers_written(self, io: "Sequence[_IO] | None" = None) -> list[Handle]:
+        return [b.handle for b in self.written(io)]
+
+    def buffers_read(self, io: "Sequence[_IO] | None" = None) -> list[Handle]:
+        return [b.handle for b in self.read(io)]
