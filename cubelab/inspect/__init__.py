@@ -13,7 +13,8 @@ runs a launch for real): these functions define and compile on the calling threa
 
 This module is the face only; each function lives in a module named for what it holds:
 `instances.py` (source, expand, Kernel instances, KernelIds), `preview.py` (the compile preview,
-through the server's own pipeline), `live.py` (ledgers built from runtime events), `render.py`
+through the server's own pipeline), `live.py` (ledgers built from runtime events), `memory.py` (the memory pools as pages and
+slices), `render.py`
 (`view`/`show`), `trace.py` (step-through).
 """
 
@@ -28,6 +29,7 @@ from cubelab.inspect.instances import (
     source,
 )
 from cubelab.inspect.live import BufferStates, CacheStats, LaunchLog
+from cubelab.inspect.memory import MemoryMap, memory_map
 from cubelab.inspect.preview import Compiled, compiled, correspondence, ir, msl, passes, wgsl
 from cubelab.inspect.render import show, view
 from cubelab.inspect.trace import Trace, TraceStep, trace, unit_position
@@ -35,4 +37,4 @@ from cubelab.inspect.trace import Trace, TraceStep, trace, unit_position
 __all__ = ["expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
            "Compiled", "source", "explain", "default_instance", "instance_from_id",
            "correspondence", "view", "show", "CacheStats", "BufferStates", "LaunchLog", "msl",
-           "trace", "Trace", "TraceStep", "unit_position"]
+           "trace", "Trace", "TraceStep", "unit_position", "memory_map", "MemoryMap"]

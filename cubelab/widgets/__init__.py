@@ -4,6 +4,7 @@
     CacheMonitor(client)           # compiles / hits per KernelId, and why each new id
     BufferBoard(client)            # per-buffer state (seed 001), history on selection
     LaunchTimeline(client)         # the two hops of the last launches
+    MemoryBoard(client)            # memory pools: pages, slices, which handle lives where
     KernelInspector(saxpy, client) # Source · Expanded · IR · Passes · WGSL · MSL · KernelIds
     Quiz()                         # "how many compiles?" checked against a real run
     Stepper(trace)                 # step through a CPU-runtime trace
@@ -18,10 +19,12 @@ from cubelab.widgets.buffer_board import BufferBoard
 from cubelab.widgets.cache_monitor import CacheMonitor
 from cubelab.widgets.kernel_inspector import KernelInspector
 from cubelab.widgets.launch_timeline import LaunchTimeline
+from cubelab.widgets.memory_board import MemoryBoard
 from cubelab.widgets.quiz import Quiz
 from cubelab.widgets.stepper import Stepper
 
-__all__ = ["KernelInspector", "CacheMonitor", "BufferBoard", "LaunchTimeline", "Quiz", "Stepper",
+__all__ = ["KernelInspector", "CacheMonitor", "BufferBoard", "LaunchTimeline", "MemoryBoard",
+           "Quiz", "Stepper",
            "LiveView", "UiThread", "default_ui", "monitor"]
 
 
