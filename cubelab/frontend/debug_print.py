@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cubelab.frontend import ops
+from cubelab.frontend.operands import describe, error, read
 from cubelab.frontend.values import RV
 from cubelab.ir.scope import Scope
 
 
 class DebugPrint:
-    """The `debug_print` function kernels call (`frontend/ops.py:call` dispatches here)."""
+    """The `debug_print` function kernels call (`frontend/calls.py:call` dispatches here)."""
 
     __name__ = "debug_print"
 
@@ -42,25 +42,25 @@ class DebugPrint:
 
     def _expand_call(self, s: Scope, *args: Any) -> None:
         if not args or not isinstance(args[0], str):
-            raise ops.error(s, "debug_print needs a format string as its first argument",
+            raise error(s, "debug_print needs a format string as its first argument",
                             'write debug_print("x = {}", x)')
         fmt = args[0]
         template: list[Any] = []
         operands = []
         for a in args[1:]:
-            a = ops.read(s, a)
+            a = read(s, a)
             if isinstance(a, RV):
                 template.append(None)
                 operands.append(a.v)
             elif isinstance(a, (bool, int, float, str)):
                 template.append(a)
             else:
-                raise ops.error(s, f"debug_print cannot print {ops._describe(a)}",
+                raise error(s, f"debug_print cannot print {describe(a)}",
                                 "print numbers, bools and kernel values (index buffers first)")
         try:
             fmt.format(*["?"] * len(template))
         except (IndexError, KeyError, ValueError) as exc:
-            raise ops.error(s, f"debug_print format {fmt!r} does not fit its {len(template)} "
+            raise error(s, f"debug_print format {fmt!r} does not fit its {len(template)} "
                             f"argument(s): {exc}", "use one positional `{}` per argument") \
                 from None
         s.register("debug.print", operands, None, format=fmt, args=tuple(template))

@@ -26,14 +26,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from cubelab.frontend import ops
+from cubelab.frontend.calls import call
+from cubelab.frontend.operands import Pos, as_bool, describe, error, read, ty_of, value
 from cubelab.frontend.types import GenericScalar, ScalarKind
-from cubelab.frontend.values import RV, LocalVar
+from cubelab.frontend.values import RV, UNBOUND, LocalVar
+from cubelab.frontend.variables import assign
 from cubelab.ir.core import Block, Op
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import BOOL, I32, U32, Pointer, Ty
 
-Pos = tuple[int, int]
 
 # An unrolled loop of more iterations than this is almost surely a mistake (and slow to compile).
 MAX_UNROLL = 4096
@@ -158,7 +159,7 @@ def fn_enter(s: Scope, name: str, helper: bool, at: Pos, returns: Any = None) ->
 def fn_exit(s: Scope) -> Any:
     frame = _frames(s).pop()
     if frame.rv is not None:
-        return ops.read(s, frame.rv)
+        return read(s, frame.rv)
     return frame.value
 
 
@@ -166,9 +167,9 @@ def ret(s: Scope, x: Any, at: Pos) -> None:
     """`return` / `return x`."""
     s.at(*at)
     frame = _frame(s)
-    x = ops.read(s, x) if x is not None else None
+    x = read(s, x) if x is not None else None
     if x is not None and frame.returns is not None:
-        x = ops.call(s, frame.returns, [x], at)
+        x = call(s, frame.returns, [x], at)
     crossed = _mark_exits(frame, 0)
     for loop in frame.loops:
         if not loop.runtime and frame.regions[loop.region_index].exited:
@@ -180,21 +181,21 @@ def ret(s: Scope, x: Any, at: Pos) -> None:
         frame.ret = _new_flag(s, "returned", frame.start)
     if x is not None:
         if frame.rv is None:
-            frame.rv = ops.assign(s, ops.UNBOUND, x, "return_value", True, at)
+            frame.rv = assign(s, UNBOUND, x, "return_value", True, at)
         else:
             ptr_ty = frame.rv.ptr.type
             want = ptr_ty.pointee if isinstance(ptr_ty, Pointer) else None
-            got = ops.read(s, x)
+            got = read(s, x)
             if isinstance(got, RV) and isinstance(want, Ty) and got.v.type != want \
                     and not (isinstance(got.v.type, Ty) and got.v.type.width == 1
                              and got.v.type.elem is want.elem):
-                raise ops.error(s, f"`{frame.name}` returns {want} on one path and "
+                raise error(s, f"`{frame.name}` returns {want} on one path and "
                                 f"{got.v.type} on this one",
                                 f"return one type everywhere, e.g. {want.elem.value}(...); a "
                                 "bare literal in the first return takes i32 / f32")
-            ops.assign(s, frame.rv, got, "return_value", True, at)
+            assign(s, frame.rv, got, "return_value", True, at)
     elif frame.helper and frame.rv is not None:
-        raise ops.error(s, "this `return` has no value but another one has",
+        raise error(s, "this `return` has no value but another one has",
                         "return a value on every path")
     _set(s, frame.ret)
 
@@ -263,13 +264,49 @@ def guard(s: Scope, rest: Callable[[], None], at: Pos) -> None:
 
 
 def runtime_branch(s: Scope, block: Block, fn: Callable[[], Any]) -> None:
-    """Expand a runtime `if` branch (called by `ops.if_`)."""
+    """Expand a runtime `if` branch (called by `if_`)."""
     frames = _frames(s)
     if not frames:
         with s.child(block):
             fn()
         return
     _runtime_region(s, frames[-1], block, fn)
+
+
+# -- branches ----------------------------------------------------------------------------------
+def if_(s: Scope, cond: Any, then: Callable[[], None], orelse: Callable[[], None] | None,
+        at: Pos) -> None:
+    """Runtime `if` → an `scf.if` op with two child blocks; a comptime condition picks one
+    branch in Python and only that branch reaches the IR (CubeCL's `if_expand`)."""
+    s.at(*at)
+    cond = read(s, cond)
+    if not isinstance(cond, RV):
+        if cond is UNBOUND or not isinstance(cond, (bool, int, float, type(None), str, tuple,
+                                                    list)):
+            raise error(s, f"cannot branch on {describe(cond)}")
+        if cond:
+            then()
+        elif orelse is not None:
+            orelse()
+        return
+    c = as_bool(s, cond, "if")
+    if ty_of(c).width != 1:
+        raise error(s, "an `if` condition must be one bool, not a vector of bools")
+    then_block, else_block = Block(), Block()
+    op = s.register("scf.if", [c])
+    op.regions = [then_block, else_block]
+    runtime_branch(s, then_block, then)
+    if orelse is not None:
+        runtime_branch(s, else_block, orelse)
+
+
+def ifexp(s: Scope, cond: Any, a: Callable[[], Any], b: Callable[[], Any], at: Pos) -> Any:
+    s.at(*at)
+    cond = read(s, cond)
+    if isinstance(cond, RV):
+        raise error(s, "`x if cond else y` with a runtime condition",
+                    "use an if statement assigning a local, or select(cond, a, b)")
+    return a() if cond else b()
 
 
 # -- loops -------------------------------------------------------------------------------------
@@ -308,17 +345,17 @@ def while_(s: Scope, cond: Callable[[], Any], body: Callable[[], None], at: Pos)
     flags = [f for f in (loop.brk, frame.ret) if f is not None]
     with s.child(before):
         s.at(*at)
-        c = ops.read(s, cond())
+        c = read(s, cond())
         s.at(*at)
         if not isinstance(c, RV):
             if not isinstance(c, (bool, int)):
-                raise ops.error(s, f"a while condition must be a bool, got {ops._describe(c)}")
+                raise error(s, f"a while condition must be a bool, got {describe(c)}")
             if c and not flags:
-                raise ops.error(s, "`while True` with no break or return never ends",
+                raise error(s, "`while True` with no break or return never ends",
                                 "add a `break` under a condition, or loop over range(...)")
-        cv = ops.value(s, c, BOOL)
-        if ops._ty(cv) != BOOL:
-            raise ops.error(s, f"a while condition must be one bool, got {ops._ty(cv)}",
+        cv = value(s, c, BOOL)
+        if ty_of(cv) != BOOL:
+            raise error(s, f"a while condition must be one bool, got {ty_of(cv)}",
                             "compare first, e.g. `while x != 0:`")
         if flags:
             cv = s.emit("arith.and", [cv, _any_flag(s, flags)], BOOL)
@@ -342,9 +379,9 @@ def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], exits:
     advanced at the top of each iteration (a `continue` cannot skip it) and the condition
     folds in the exit flags."""
     s.at(*at)
-    args = [ops.read(s, a) for a in args]
+    args = [read(s, a) for a in args]
     if not 1 <= len(args) <= 3:
-        raise ops.error(s, "range() takes 1 to 3 arguments")
+        raise error(s, "range() takes 1 to 3 arguments")
     if len(args) == 1:
         args = [0, args[0], 1]
     elif len(args) == 2:
@@ -352,18 +389,18 @@ def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], exits:
     start, end, step = args
     runtime = [a for a in args if isinstance(a, RV)]
     if runtime:
-        ty = ops._ty(runtime[0].v)
+        ty = ty_of(runtime[0].v)
     else:
         ty = U32 if all(isinstance(a, int) and a >= 0 for a in args) else I32
     if ty not in (U32, I32):
-        raise ops.error(s, f"range() bounds must be u32 or i32, got {ty}")
+        raise error(s, f"range() bounds must be u32 or i32, got {ty}")
     if isinstance(step, int) and step <= 0:
-        raise ops.error(s, f"range() step must be positive, got {step}",
+        raise error(s, f"range() step must be positive, got {step}",
                         "count up and compute the index: `for k in range(n): i = n - 1 - k`")
-    vals = [ops.value(s, a, ty) for a in (start, end, step)]
+    vals = [value(s, a, ty) for a in (start, end, step)]
     for v in vals:
-        if ops._ty(v) != ty:
-            raise ops.error(s, f"range() bounds mix {ty} and {ops._ty(v)}",
+        if ty_of(v) != ty:
+            raise error(s, f"range() bounds mix {ty} and {ty_of(v)}",
                             "cast them to one type")
     if exits:
         _counted_while(s, ty, vals, body, at)
@@ -402,18 +439,18 @@ def for_unroll(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: P
     """`for i in unroll(range(a, b, step))`: the body is expanded once per iteration with `i`
     a Python int (a constant in the IR). The bounds must be known at expansion."""
     s.at(*at)
-    args = [ops.read(s, a) for a in args]
+    args = [read(s, a) for a in args]
     bad = [a for a in args if not isinstance(a, int) or isinstance(a, bool)]
     if bad:
-        raise ops.error(s, f"unroll(range(...)) needs comptime bounds, got {ops._describe(bad[0])}",
+        raise error(s, f"unroll(range(...)) needs comptime bounds, got {describe(bad[0])}",
                         "use Python ints or Comptime[int] arguments, or drop unroll(...) for a "
                         "runtime loop")
     try:
         rng = range(*args)
     except (TypeError, ValueError) as exc:
-        raise ops.error(s, f"unroll(range(...)): {exc}") from None
+        raise error(s, f"unroll(range(...)): {exc}") from None
     if len(rng) > MAX_UNROLL:
-        raise ops.error(s, f"unroll(range(...)) of {len(rng)} iterations (limit {MAX_UNROLL})",
+        raise error(s, f"unroll(range(...)) of {len(rng)} iterations (limit {MAX_UNROLL})",
                         "drop unroll(...) for a runtime loop")
     frame = _frame(s)
     loop = Loop(False, 0, _mark(s))
@@ -457,5 +494,5 @@ def unroll(r: Any) -> Any:
     return r
 
 
-__all__ = ["brk", "cont", "fn_enter", "fn_exit", "for_range", "for_unroll", "guard", "ret",
-           "runtime_branch", "unroll", "while_"]
+__all__ = ["brk", "cont", "fn_enter", "fn_exit", "for_range", "for_unroll", "guard", "if_",
+           "ifexp", "ret", "runtime_branch", "unroll", "while_"]

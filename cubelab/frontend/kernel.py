@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from cubelab.errors import KernelSourceError
 from cubelab.frontend import ops
+from cubelab.frontend.operands import KERNEL_VALUES, error
 from cubelab.frontend.instance import KernelInstance
 from cubelab.frontend.launch import Launcher
 from cubelab.frontend.rewrite import Rewritten, rewrite
@@ -265,15 +266,15 @@ class CubeFunction:
     def _expand_call(self, s: Scope, *args: Any) -> Any:
         """Called from another kernel: inline this helper's expansion at the call site."""
         if len(args) != len(self.params):
-            raise ops.error(s, f"`{self.__name__}` takes {len(self.params)} arguments, got "
+            raise error(s, f"`{self.__name__}` takes {len(self.params)} arguments, got "
                             f"{len(args)}")
         if self.__name__ in s.call_stack:
-            raise ops.error(s, f"`{self.__name__}` calls itself (recursion)",
+            raise error(s, f"`{self.__name__}` calls itself (recursion)",
                             "kernels cannot recurse; write a loop")
         self.check_names()
         for p, a in zip(self.params, args):
-            if p.kind == "comptime" and isinstance(a, ops._KERNEL_VALUES):
-                raise ops.error(s, f"argument `{p.name}` of `{self.__name__}` is Comptime but "
+            if p.kind == "comptime" and isinstance(a, KERNEL_VALUES):
+                raise error(s, f"argument `{p.name}` of `{self.__name__}` is Comptime but "
                                 "got a runtime value", "pass a Python value or comptime(...)")
         saved_file, saved_kernel = s.file, s.kernel_name
         s.call_stack.append(self.__name__)

@@ -25,8 +25,19 @@ import builtins
 import math
 from typing import Any, Callable
 
-from cubelab.frontend import ops
-from cubelab.frontend.ops import RV, Pos, _is_py, _pair, _ty, error, read, value
+from cubelab.frontend.operands import (
+    Pos,
+    const,
+    error,
+    is_py,
+    minmax,
+    pair,
+    read,
+    splat,
+    ty_of,
+    value,
+)
+from cubelab.frontend.values import RV
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import BOOL, U32, Elem, Ty
 
@@ -59,15 +70,15 @@ class Intrinsic:
             want = " or ".join(str(a) for a in self._arity)
             raise error(s, f"{self.name}() takes {want} argument(s), got {len(args)}")
         args = tuple(read(s, a) for a in args)
-        if self._py is not None and args and all(_is_py(a) for a in args):
+        if self._py is not None and args and all(is_py(a) for a in args):
             return self._py(*args)
         return self._expand(s, *args)
 
 
 def _float_value(s: Scope, fn: str, x: Any) -> Any:
     v = value(s, x, Ty(Elem.F32))
-    if not _ty(v).elem.is_float:
-        raise error(s, f"{fn}() needs a float, got {_ty(v)}", f"cast first: {fn}(f32(x))")
+    if not ty_of(v).elem.is_float:
+        raise error(s, f"{fn}() needs a float, got {ty_of(v)}", f"cast first: {fn}(f32(x))")
     return v
 
 
@@ -75,14 +86,14 @@ def _unary(fn: str) -> Callable[[Scope, Any], Any]:
     def expand(s: Scope, x: Any) -> Any:
         if fn == "abs":
             v = value(s, x)
-            ty = _ty(v)
+            ty = ty_of(v)
             if ty.elem is Elem.BOOL:
                 raise error(s, "abs() of a bool")
             if ty.elem is Elem.U32:
                 return RV(v)
             return RV(s.emit("math.unary", [v], ty, fn="abs"))
         v = _float_value(s, fn, x)
-        return RV(s.emit("math.unary", [v], _ty(v), fn=fn))
+        return RV(s.emit("math.unary", [v], ty_of(v), fn=fn))
 
     return expand
 
@@ -93,10 +104,10 @@ def _round_py(x: float) -> float:
 
 def _erf(s: Scope, x: Any) -> Any:
     v = _float_value(s, "erf", x)
-    ty = _ty(v)
+    ty = ty_of(v)
 
     def c(k: float) -> Any:
-        return ops._splat(s, ops._const(s, k, Ty(Elem.F32)), ty.width)
+        return splat(s, const(s, k, Ty(Elem.F32)), ty.width)
 
     ax = s.emit("math.unary", [v], ty, fn="abs")
     t = s.emit("arith.div", [c(1.0), s.emit("arith.add", [c(1.0),
@@ -114,42 +125,42 @@ def _erf(s: Scope, x: Any) -> Any:
 
 
 def _pow(s: Scope, a: Any, b: Any) -> Any:
-    va, vb = _pair(s, a, b, "pow")
-    if not _ty(va).elem.is_float:
-        raise error(s, f"pow() of {_ty(va)} values",
+    va, vb = pair(s, a, b, "pow")
+    if not ty_of(va).elem.is_float:
+        raise error(s, f"pow() of {ty_of(va)} values",
                     "pow works on f32: pow(f32(x), f32(y)); for integer powers multiply in an "
                     "unrolled loop")
-    return RV(s.emit("math.binary", [va, vb], _ty(va), fn="pow"))
+    return RV(s.emit("math.binary", [va, vb], ty_of(va), fn="pow"))
 
 
 def _clamp(s: Scope, x: Any, lo: Any, hi: Any) -> Any:
     """clamp(x, lo, hi) = min(max(x, lo), hi), as WGSL defines it."""
-    return ops._minmax(s, "min", [ops._minmax(s, "max", [x, lo]), hi])
+    return minmax(s, "min", [minmax(s, "max", [x, lo]), hi])
 
 
 def _fma(s: Scope, a: Any, b: Any, c: Any) -> Any:
-    va, vb = _pair(s, a, b, "fma")
-    va, vc = _pair(s, RV(va), c, "fma")
-    va, vb = _pair(s, RV(va), RV(vb), "fma")
-    if not _ty(va).elem.is_float:
-        raise error(s, f"fma() of {_ty(va)} values", "fma works on f32")
-    return RV(s.emit("math.fma", [va, vb, vc], _ty(va)))
+    va, vb = pair(s, a, b, "fma")
+    va, vc = pair(s, RV(va), c, "fma")
+    va, vb = pair(s, RV(va), RV(vb), "fma")
+    if not ty_of(va).elem.is_float:
+        raise error(s, f"fma() of {ty_of(va)} values", "fma works on f32")
+    return RV(s.emit("math.fma", [va, vb, vc], ty_of(va)))
 
 
 def _select(s: Scope, cond: Any, a: Any, b: Any) -> Any:
     """`select(cond, a, b)`: `a if cond else b` without a branch (both sides are computed)."""
-    if _is_py(cond):
+    if is_py(cond):
         return a if cond else b
     c = value(s, cond, BOOL)
-    if _ty(c).elem is not Elem.BOOL:
-        raise error(s, f"select()'s condition must be a bool, got {_ty(c)}",
+    if ty_of(c).elem is not Elem.BOOL:
+        raise error(s, f"select()'s condition must be a bool, got {ty_of(c)}",
                     "compare first: select(x > 0, a, b)")
-    va, vb = _pair(s, a, b, "select")
-    ty = _ty(va)
-    cw = _ty(c).width
+    va, vb = pair(s, a, b, "select")
+    ty = ty_of(va)
+    cw = ty_of(c).width
     if cw > 1 and ty.width == 1:  # a bool vector picking between scalars: widen them
-        va, vb = ops._splat(s, va, cw), ops._splat(s, vb, cw)
-        ty = _ty(va)
+        va, vb = splat(s, va, cw), splat(s, vb, cw)
+        ty = ty_of(va)
     if cw != 1 and cw != ty.width:
         raise error(s, f"select() with a condition of width {cw} and values of width "
                     f"{ty.width}", "the condition is one bool or a bool vector of the same width")
@@ -178,9 +189,9 @@ def _plane_reduce(kind: str) -> Callable[[Scope, Any], Any]:
     def expand(s: Scope, x: Any) -> Any:
         _plane(s)
         v = value(s, x)
-        if _ty(v).elem is Elem.BOOL:
+        if ty_of(v).elem is Elem.BOOL:
             raise error(s, f"plane_{kind} of a bool", "use plane_all / plane_any")
-        return RV(s.emit("plane.reduce", [v], _ty(v), kind=kind))
+        return RV(s.emit("plane.reduce", [v], ty_of(v), kind=kind))
 
     return expand
 
@@ -189,8 +200,8 @@ def _plane_vote(kind: str) -> Callable[[Scope, Any], Any]:
     def expand(s: Scope, x: Any) -> Any:
         _plane(s)
         v = value(s, x, BOOL)
-        if _ty(v) != BOOL:
-            raise error(s, f"plane_{kind} takes one bool, got {_ty(v)}", "compare first")
+        if ty_of(v) != BOOL:
+            raise error(s, f"plane_{kind} takes one bool, got {ty_of(v)}", "compare first")
         return RV(s.emit("plane.vote", [v], BOOL, kind=kind))
 
     return expand
@@ -200,9 +211,9 @@ def _plane_broadcast(s: Scope, x: Any, lane: Any) -> Any:
     _plane(s)
     v = value(s, x)
     lv = value(s, lane, U32)
-    if _ty(lv) != U32:
-        raise error(s, f"plane_broadcast's lane must be a u32, got {_ty(lv)}")
-    return RV(s.emit("plane.broadcast", [v, lv], _ty(v)))
+    if ty_of(lv) != U32:
+        raise error(s, f"plane_broadcast's lane must be a u32, got {ty_of(lv)}")
+    return RV(s.emit("plane.broadcast", [v, lv], ty_of(v)))
 
 
 def _plane_elect(s: Scope) -> Any:

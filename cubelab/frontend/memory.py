@@ -22,14 +22,25 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from cubelab.frontend import ops
+from cubelab.frontend.operands import (
+    KERNEL_VALUES,
+    Pos,
+    const,
+    describe,
+    error,
+    index_value,
+    item_value,
+    read,
+    ty_of,
+    value,
+)
+from cubelab.frontend.operators import binop
 from cubelab.frontend.types import ArrayKind
 from cubelab.frontend.values import RV, ArrayRef, AtomicRef, BufferRef, SliceView
 from cubelab.ir.core import Op, Value
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import U32, Array, Atomic, Elem, Pointer, RuntimeArray, Ty
 
-Pos = tuple[int, int]
 
 # WebGPU's default maxComputeWorkgroupStorageSize
 MAX_SHARED_BYTES = 16384
@@ -42,24 +53,24 @@ Indexable = BufferRef | ArrayRef | SliceView
 def new_array(s: Scope, kind: ArrayKind, args: Sequence[Any]) -> ArrayRef:
     what = repr(kind)
     if len(args) != 1:
-        raise ops.error(s, f"{what}(length) takes one comptime length")
-    n = ops.read(s, args[0])
+        raise error(s, f"{what}(length) takes one comptime length")
+    n = read(s, args[0])
     if not isinstance(n, int) or isinstance(n, bool):
         hint = ("the length must be known at expansion: a Python int, a Comptime[int] "
                 "argument or comptime(expr); for a size that depends on the launch, pass it "
                 "as Comptime")
         if kind.shared:
-            raise ops.error(s, f"shared memory with a runtime length ({ops._describe(n)})", hint)
-        raise ops.error(s, f"a local Array with a runtime length ({ops._describe(n)})", hint)
+            raise error(s, f"shared memory with a runtime length ({describe(n)})", hint)
+        raise error(s, f"a local Array with a runtime length ({describe(n)})", hint)
     if n <= 0:
-        raise ops.error(s, f"{what}({n}): the length must be positive")
+        raise error(s, f"{what}({n}): the length must be positive")
     item = kind.item_ty(s)
     if kind.shared:
         size = n * item.size
         # One array over WebGPU's default limit is refused here, at its line; the total of all
         # arrays against the device's own limit is the runtime's check (Server.check_shared_memory)
         if size > MAX_SHARED_BYTES:
-            raise ops.error(s, f"{what}({n}) needs {size} bytes of shared memory; a cube has "
+            raise error(s, f"{what}({n}) needs {size} bytes of shared memory; a cube has "
                             f"{MAX_SHARED_BYTES}", "use a smaller tile")
         ptr = s.new_value(Pointer(Array(item, n), "shared"), "shared")
         op = Op("shared.declare", [], [ptr], {"name": f"shared_{ptr.id}"}, [], s.loc)
@@ -67,7 +78,7 @@ def new_array(s: Scope, kind: ArrayKind, args: Sequence[Any]) -> ArrayRef:
         s._prologue_end += 1  # noqa: SLF001
         return ArrayRef(ptr, "shared memory", n)
     if n > MAX_LOCAL_ITEMS:
-        raise ops.error(s, f"{what}({n}) is too large for a unit's local memory",
+        raise error(s, f"{what}({n}) is too large for a unit's local memory",
                         "use shared memory or a global buffer")
     ptr = s.declare_var(Array(item, n), "array")  # type: ignore[arg-type]
     return ArrayRef(ptr, "local array", n)
@@ -84,10 +95,10 @@ def _pointee_array(base: BufferRef | ArrayRef) -> Array | RuntimeArray:
 def element_ptr(s: Scope, obj: Indexable, idx: Any) -> tuple[Value, Ty | Atomic]:
     """A pointer to element `idx` of a buffer, array or sub-slice, and its item type."""
     if isinstance(obj, SliceView):
-        i = ops._index(s, idx)
+        i = index_value(s, idx)
         shifted = s.emit("arith.add", [obj.start, i], U32)
         return element_ptr(s, obj.base, RV(shifted))
-    i = ops._index(s, idx)
+    i = index_value(s, idx)
     arr = _pointee_array(obj)
     item = arr.item
     if isinstance(obj, BufferRef):
@@ -109,13 +120,13 @@ def load(s: Scope, obj: Indexable, idx: Any) -> Any:
 def store(s: Scope, obj: Indexable, idx: Any, x: Any, at: Pos) -> None:
     name = _name(obj)
     if not obj.writable:
-        raise ops.error(s, f"`{name}` is read-only (Slice / Tensor); it cannot be assigned",
+        raise error(s, f"`{name}` is read-only (Slice / Tensor); it cannot be assigned",
                         f"declare it SliceMut[...] / TensorMut[...] to write to it")
     item = _item(obj)
     if isinstance(item, Atomic):
-        raise ops.error(s, f"`{name}` holds atomics; plain assignment is not atomic",
+        raise error(s, f"`{name}` holds atomics; plain assignment is not atomic",
                         f"write `{name}[i].store(v)` (or fetch_add, swap, ...)")
-    v = ops._item_value(s, x, item)
+    v = item_value(s, x, item)
     s.at(*at)
     ptr, _ = element_ptr(s, obj, idx)
     s.register("memory.store", [ptr, v])
@@ -135,19 +146,19 @@ def length(s: Scope, obj: Indexable) -> RV:
     if isinstance(obj, SliceView):
         return RV(obj.length)
     if isinstance(obj, ArrayRef):
-        return RV(ops._const(s, obj.length, U32))
+        return RV(const(s, obj.length, U32))
     return RV(s.emit("buffer.len", [obj.v], U32))
 
 
 def subslice(s: Scope, obj: Any, lower: Any, upper: Any, at: Pos) -> SliceView:
     """`x[a:b]` (either bound may be left out): a view with its own `len()`."""
     s.at(*at)
-    obj = ops.read(s, obj)
+    obj = read(s, obj)
     if not isinstance(obj, (BufferRef, ArrayRef, SliceView)):
-        raise ops.error(s, f"{ops._describe(obj)} cannot be sliced",
+        raise error(s, f"{describe(obj)} cannot be sliced",
                         "slice a buffer, tensor, array or another slice: x[a:b]")
-    start = ops._index(s, 0 if lower is None else lower)
-    end = length(s, obj).v if upper is None else ops._index(s, upper)
+    start = index_value(s, 0 if lower is None else lower)
+    end = length(s, obj).v if upper is None else index_value(s, upper)
     n = s.emit("arith.sub", [end, start], U32)
     if isinstance(obj, SliceView):
         start = s.emit("arith.add", [obj.start, start], U32)
@@ -168,9 +179,9 @@ def atomic_method(s: Scope, ref: AtomicRef, name: str, args: Sequence[Any]) -> A
     ty = ptr_ty.pointee.value_ty
 
     def arg(x: Any) -> Value:
-        v = ops.value(s, x, ty)
-        if ops._ty(v) != ty:
-            raise ops.error(s, f"`{name}` on an atomic {ty} got a {ops._ty(v)}",
+        v = value(s, x, ty)
+        if ty_of(v) != ty:
+            raise error(s, f"`{name}` on an atomic {ty} got a {ty_of(v)}",
                             f"cast: {ty.elem.value}(x)")
         return v
 
@@ -183,7 +194,7 @@ def atomic_method(s: Scope, ref: AtomicRef, name: str, args: Sequence[Any]) -> A
         return RV(s.emit("atomic.rmw", [ref.ptr, arg(args[0])], ty, kind=_RMW[name]))
     if name == "compare_exchange_weak" and len(args) == 2:
         return RV(s.emit("atomic.cas", [ref.ptr, arg(args[0]), arg(args[1])], ty))
-    raise ops.error(s, f"`.{name}(...)` with {len(args)} argument(s) is not an atomic method",
+    raise error(s, f"`.{name}(...)` with {len(args)} argument(s) is not an atomic method",
                     "available: load(), store(v), swap(v), fetch_add/sub/min/max/and/or/xor(v), "
                     "compare_exchange_weak(expected, new)")
 
@@ -195,24 +206,58 @@ def buffer_method(s: Scope, obj: Indexable, name: str, args: Sequence[Any]) -> A
         if name == "rank" and not args:
             return RV(s.emit("tensor.rank", [obj.v], U32))
         if name in ("shape", "stride") and len(args) == 1:
-            axis = ops._index(s, args[0])
+            axis = index_value(s, args[0])
             return RV(s.emit(f"tensor.{name}", [obj.v, axis], U32))
-        raise ops.error(s, f"`{obj.name}.{name}(...)` is not a tensor method",
+        raise error(s, f"`{obj.name}.{name}(...)` is not a tensor method",
                         "available: shape(d), stride(d), rank(), len()")
-    raise ops.error(s, f"`{_name(obj)}.{name}(...)` is not a method here",
+    raise error(s, f"`{_name(obj)}.{name}(...)` is not a method here",
                     "available: len() (tensors also have shape(d), stride(d), rank())")
 
 
 def vector_component(s: Scope, v: Value, idx: Any) -> Any:
-    ty = ops._ty(v)
-    idx = ops.read(s, idx)
+    ty = ty_of(v)
+    idx = read(s, idx)
     if not isinstance(idx, int) or isinstance(idx, bool):
-        raise ops.error(s, "a vector component index must be a comptime int",
+        raise error(s, "a vector component index must be a comptime int",
                         "write v[0] .. v[3] (or unroll the loop over components)")
     if not 0 <= idx < ty.width:
-        raise ops.error(s, f"component {idx} of a vector of width {ty.width}")
+        raise error(s, f"component {idx} of a vector of width {ty.width}")
     return RV(s.emit("vector.extract", [v], Ty(ty.elem), index=idx))
 
 
-__all__ = ["new_array", "load", "store", "subslice", "atomic_method", "buffer_method",
-           "vector_component", "Elem"]
+# -- indexing (the `__cl` entry points) -----------------------------------------------------------
+def getitem(s: Scope, obj: Any, idx: Any, at: Pos) -> Any:
+    s.at(*at)
+    obj = read(s, obj)
+    if isinstance(obj, (BufferRef, ArrayRef, SliceView)):
+        return load(s, obj, idx)
+    if isinstance(obj, RV) and ty_of(obj.v).width > 1:
+        return vector_component(s, obj.v, idx)
+    idx = read(s, idx)
+    if not isinstance(obj, KERNEL_VALUES) and not isinstance(idx, KERNEL_VALUES) \
+            and hasattr(obj, "__getitem__"):
+        try:
+            return obj[idx]  # comptime: a tuple, SharedMemory[f32], Vector[F, N], ...
+        except (IndexError, KeyError, TypeError) as exc:
+            raise error(s, f"{describe(obj)}[{idx!r}]: {exc}") from None
+    raise error(s, f"{describe(obj)} cannot be indexed here",
+                "index a buffer argument (Slice / SliceMut / Tensor), an Array, shared memory "
+                "or a vector")
+
+
+def setitem(s: Scope, obj: Any, idx: Any, x: Any, at: Pos) -> None:
+    s.at(*at)
+    if isinstance(obj, (BufferRef, ArrayRef, SliceView)):
+        store(s, obj, idx, x, at)
+        return
+    raise error(s, f"{describe(read(s, obj))} cannot be assigned by index",
+                "assign into a SliceMut / TensorMut argument, an Array or shared memory")
+
+
+def augsetitem(s: Scope, obj: Any, idx: Any, op: str, x: Any, at: Pos) -> None:
+    current = getitem(s, obj, idx, at)
+    setitem(s, obj, idx, binop(s, op, current, x, at), at)
+
+
+__all__ = ["new_array", "load", "store", "subslice", "getitem", "setitem", "augsetitem",
+           "atomic_method", "buffer_method", "vector_component", "Elem"]

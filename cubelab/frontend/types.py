@@ -300,11 +300,6 @@ class ArrayKind:
     def __call__(self, *args: Any) -> Any:
         raise TypeError(f"{self!r}(n) creates memory inside a @cube kernel only")
 
-    def _expand_call(self, s: "Scope", *args: Any) -> Any:
-        from cubelab.frontend import memory
-
-        return memory.new_array(s, self, args)
-
 
 class _ArrayNamespace:
     def __init__(self, shared: bool) -> None:

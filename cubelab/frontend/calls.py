@@ -1,0 +1,140 @@
+"""Calls at expand time: `f(x)`, `obj.m(x)`, `obj.a`, `F.new(x)`, `comptime(expr)`.
+
+`call` dispatches on what is called: a scalar type casts (`f32(x)`), anything with an
+`_expand_call` (library intrinsics, `debug_print`, `@cube` helpers) expands itself, an array kind
+(`SharedMemory[f32](n)`, `Array[u32](n)`) declares memory, Python's `min`/`max`/`abs`/`round`/
+`pow` mean the kernel functions, and a plain Python function runs in Python when every argument
+is a Python value (comptime) — called on a runtime value it is an error that says to use @cube.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Callable, Sequence
+
+from cubelab.frontend import library, memory
+from cubelab.frontend.operands import (
+    KERNEL_VALUES,
+    Pos,
+    cast,
+    describe,
+    error,
+    is_py,
+    minmax,
+    read,
+    ty_of,
+    value,
+)
+from cubelab.frontend.types import ArrayKind, GenericScalar, ScalarKind, Vector
+from cubelab.frontend.values import RV, ArrayRef, AtomicRef, BufferRef, SliceView
+from cubelab.ir.scope import Scope
+
+
+def comptime(s: Scope, thunk: Callable[[], Any], names: dict[str, Any], at: Pos) -> Any:
+    """`comptime(expr)`: evaluate `expr` in Python now, during expansion. Every name it reads
+    must hold a value known before launch (a Python value or a Comptime argument)."""
+    s.at(*at)
+    hint = "only Python values and Comptime[...] arguments are known before launch"
+    for name, v in names.items():
+        if isinstance(v, KERNEL_VALUES):
+            raise error(s, f"comptime(...) needs a value known at expansion, but `{name}` is "
+                        f"{describe(v)}", hint)
+    try:
+        x = thunk()
+    except Exception as exc:  # noqa: BLE001 - Python's own error, reworded with the line
+        raise error(s, f"comptime(...) could not be evaluated in Python: {exc!r}", hint) from None
+    if isinstance(x, KERNEL_VALUES):
+        raise error(s, f"comptime(...) needs a value known at expansion, got {describe(x)}", hint)
+    return x
+
+
+def scalar_method(s: Scope, kind: ScalarKind, name: str, args: Sequence[Any]) -> Any:
+    """`F.new(x)`, `F.cast_from(x)`, `F.max(a, b)` & co. on a (resolved) scalar type."""
+    if name in ("new", "cast_from") and len(args) == 1:
+        return cast(s, kind, args[0])
+    if name in ("min", "max"):
+        typed_args = [cast(s, kind, a) if is_py(read(s, a)) else a for a in args]
+        return minmax(s, name, typed_args)
+    fn = library.METHODS.get(name)
+    if fn is not None:
+        if kind.elem.is_float:
+            args = [cast(s, kind, a) if is_py(read(s, a)) else a for a in args]
+        return fn._expand_call(s, *args)
+    raise error(s, f"`{kind}.{name}(...)` is not part of the kernel language",
+                "available: new, cast_from, min, max, " + ", ".join(sorted(library.METHODS)))
+
+
+def _vector_new(s: Scope, x: Any) -> Any:
+    x = read(s, x)
+    v = value(s, x)
+    if ty_of(v).width != 1:
+        raise error(s, "Vector.new(x) takes a scalar (it fills every component with it)")
+    return RV(v, splat=True)
+
+
+_PY_BUILTINS: dict[Any, Callable[[Scope, Sequence[Any]], Any]] = {
+    builtins.min: lambda s, a: minmax(s, "min", a),
+    builtins.max: lambda s, a: minmax(s, "max", a),
+}
+
+
+def call(s: Scope, fn: Any, args: Sequence[Any], at: Pos) -> Any:
+    s.at(*at)
+    args = [read(s, a) for a in args]
+    if isinstance(fn, (ScalarKind, GenericScalar)):
+        if len(args) != 1:
+            raise error(s, f"{fn!r}(...) takes one value")
+        return cast(s, fn.resolve(s), args[0])
+    if isinstance(fn, ArrayKind):
+        return memory.new_array(s, fn, args)
+    expand_call = getattr(fn, "_expand_call", None)
+    if expand_call is not None:
+        return expand_call(s, *args)
+    if fn in _PY_BUILTINS:
+        return _PY_BUILTINS[fn](s, args)
+    if fn in library.PY_BUILTINS:
+        return library.PY_BUILTINS[fn]._expand_call(s, *args)
+    if fn is builtins.range:
+        raise error(s, "range(...) outside a for loop", "write `for i in range(...):`")
+    if callable(fn):
+        if all(not isinstance(a, KERNEL_VALUES) for a in args):
+            return fn(*args)  # comptime: a plain Python call on Python values
+        name = getattr(fn, "__name__", repr(fn))
+        raise error(s, f"`{name}` is a plain Python function called on a runtime value",
+                    f"decorate it with @cube to call it inside a kernel, or pass only "
+                    "comptime values")
+    raise error(s, f"{describe(fn)} is not callable")
+
+
+def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos) -> Any:
+    s.at(*at)
+    if isinstance(obj, GenericScalar):
+        obj = obj.resolve(s)
+    if isinstance(obj, ScalarKind):
+        return scalar_method(s, obj, name, args)
+    if isinstance(obj, (BufferRef, ArrayRef, SliceView)):
+        return memory.buffer_method(s, obj, name, [read(s, a) for a in args])
+    if isinstance(obj, AtomicRef):
+        return memory.atomic_method(s, obj, name, [read(s, a) for a in args])
+    if obj is Vector:
+        if name == "new" and len(args) == 1:
+            return _vector_new(s, args[0])
+        raise error(s, f"`Vector.{name}` is not available", "available: Vector.new(x)")
+    obj_r = read(s, obj)
+    if isinstance(obj_r, RV):
+        raise error(s, f"`.{name}(...)` on {describe(obj_r)}",
+                    "call functions instead: sqrt(x), F.max(a, b), ...")
+    target = getattr(obj_r, name, None)
+    if target is None:
+        raise error(s, f"{describe(obj_r)} has no attribute `{name}`")
+    return call(s, target, args, at)
+
+
+def attr(s: Scope, obj: Any, name: str, at: Pos) -> Any:
+    s.at(*at)
+    if isinstance(obj, KERNEL_VALUES):
+        raise error(s, f"`.{name}` on {describe(obj)} is not part of the kernel language")
+    try:
+        return getattr(obj, name)
+    except AttributeError:
+        raise error(s, f"{describe(obj)} has no attribute `{name}`") from None

@@ -1,0 +1,298 @@
+"""Expand-time values as IR operands: the helpers every part of the kernel vocabulary shares.
+
+`read` turns what a kernel name holds into a value (loads a local, computes a builtin; a Python
+value passes through), `value` makes an IR value of it (a literal takes the type it meets), `pair`
+makes two operands of one type (literals adopt the other side's type, a scalar meeting a vector
+is splatted), `index_value` / `item_value` / `as_bool` / `cast` / `minmax` are the checked
+conversions operators, memory, flow and library functions all need. `error` is the one way the
+vocabulary reports a mistake: a `KernelSourceError` naming the kernel, file, line and column.
+
+Why a module of its own: these helpers used to live in `ops.py`, which also dispatched to
+`memory`, `flow` and `library` — each of which imported `ops` back for the helpers (a circle,
+dodged by an import at the bottom of `ops.py`). Here they depend on nothing above `values` and
+`types`, so the vocabulary's modules import downward only:
+
+    values, types → operands → library, debug_print → operators → memory → calls
+      → variables → flow → ops (the `__cl` face the expanded code calls)
+
+The trap: a Python value meeting a Python value stays Python (that is what comptime means); only
+`value`/`const` put a literal into the IR, and `const` hoists it into the kernel's prologue.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Sequence
+
+from cubelab.errors import KernelSourceError
+from cubelab.frontend.types import ScalarKind
+from cubelab.frontend.values import (
+    RV,
+    ArrayRef,
+    AtomicRef,
+    Builtin,
+    BufferRef,
+    LocalVar,
+    SliceView,
+)
+from cubelab.ir.core import Value
+from cubelab.ir.scope import Scope
+from cubelab.ir.types import BOOL, F32, I32, U32, Elem, Pointer, Ty
+
+Pos = tuple[int, int]
+
+
+# -- errors ------------------------------------------------------------------------------------
+def error(s: Scope, message: str, hint: str = "", at: Pos | None = None) -> KernelSourceError:
+    line, col = at if at is not None else ((s.loc.line, s.loc.col) if s.loc else (0, 0))
+    return KernelSourceError(s.kernel_name, s.file, line, col, message, hint)
+
+
+def is_py(x: Any) -> bool:
+    return isinstance(x, (bool, int, float))
+
+
+# expand-time values that stand for IR (never plain Python values)
+KERNEL_VALUES = (RV, LocalVar, BufferRef, Builtin, ArrayRef, SliceView, AtomicRef)
+
+
+def describe(x: Any) -> str:
+    if isinstance(x, RV):
+        return f"a runtime {x.v.type}"
+    if isinstance(x, BufferRef):
+        return f"the buffer `{x.name}`"
+    if isinstance(x, (ArrayRef, SliceView)):
+        return f"the {x.name}"
+    if isinstance(x, AtomicRef):
+        return f"an atomic element of `{x.name}`"
+    if isinstance(x, LocalVar):
+        return f"the local `{x.name}`"
+    return f"{type(x).__name__} {x!r}"
+
+
+# -- values ------------------------------------------------------------------------------------
+def const(s: Scope, value: Any, ty: Ty) -> Value:
+    if ty.elem is Elem.F32:
+        value = float(value)
+    elif ty.elem is Elem.BOOL:
+        value = bool(value)
+    else:
+        value = int(value)
+        lo, hi = (0, 2**32 - 1) if ty.elem is Elem.U32 else (-(2**31), 2**31 - 1)
+        if not lo <= value <= hi:
+            raise error(s, f"the literal {value} does not fit in {ty.elem.value}")
+    # Constants live once per kernel, at the top (a literal in an unrolled loop would otherwise
+    # be re-emitted every iteration: a third of bit_tricks' ops). repr() keeps 0.0 and -0.0 apart.
+    scalar = s.emit_prologue(("literal", ty.elem, repr(value)), "arith.constant", [],
+                             Ty(ty.elem), value=value)
+    if ty.width > 1:
+        return s.emit("vector.splat", [scalar], ty)
+    return scalar
+
+
+def default_ty(x: Any) -> Ty:
+    if isinstance(x, bool):
+        return BOOL
+    if isinstance(x, int):
+        return I32
+    return F32
+
+
+def builtin_value(s: Scope, name: str) -> Value:
+    dim = s.types["__cube_dim__"]
+
+    def prim(key: str) -> Value:
+        return s.emit_prologue(("builtin", key), "builtin.read", [], U32, name=key)
+
+    def const(key: str, n: int) -> Value:
+        return s.emit_prologue(("const", key), "arith.constant", [], U32, value=n)
+
+    def arith(key: str, op: str, a: Value, b: Value) -> Value:
+        return s.emit_prologue(("builtin", key), op, [a, b], U32)
+
+    axes = {"X": 0, "Y": 1, "Z": 2}
+    if name in ("PLANE_DIM", "UNIT_POS_PLANE"):
+        s.features.add("subgroup")
+        return prim("subgroup_size" if name == "PLANE_DIM" else "subgroup_invocation_id")
+    if name == "UNIT_POS":
+        return prim("local_invocation_index")
+    if name.startswith("UNIT_POS_"):
+        return prim(f"local_invocation_id_{name[-1].lower()}")
+    if name.startswith("CUBE_POS_"):
+        return prim(f"workgroup_id_{name[-1].lower()}")
+    if name.startswith("CUBE_COUNT_"):
+        return prim(f"num_workgroups_{name[-1].lower()}")
+    if name.startswith("CUBE_DIM_"):
+        return const(name, dim[axes[name[-1]]])
+    if name == "CUBE_DIM":
+        return const(name, dim[0] * dim[1] * dim[2])
+    if name == "CUBE_COUNT":
+        xy = arith("count_xy", "arith.mul", builtin_value(s, "CUBE_COUNT_X"),
+                   builtin_value(s, "CUBE_COUNT_Y"))
+        return arith(name, "arith.mul", xy, builtin_value(s, "CUBE_COUNT_Z"))
+    if name == "CUBE_POS":
+        # z * (count_x * count_y) + y * count_x + x, as the seed's MSL computes it
+        cx = builtin_value(s, "CUBE_COUNT_X")
+        cxy = arith("count_xy", "arith.mul", cx, builtin_value(s, "CUBE_COUNT_Y"))
+        z = arith("pos_z_term", "arith.mul", builtin_value(s, "CUBE_POS_Z"), cxy)
+        y = arith("pos_y_term", "arith.mul", builtin_value(s, "CUBE_POS_Y"), cx)
+        zy = arith("pos_zy", "arith.add", z, y)
+        return arith(name, "arith.add", zy, builtin_value(s, "CUBE_POS_X"))
+    if name == "ABSOLUTE_POS":
+        base = arith("abs_base", "arith.mul", builtin_value(s, "CUBE_POS"),
+                     builtin_value(s, "CUBE_DIM"))
+        return arith(name, "arith.add", base, builtin_value(s, "UNIT_POS"))
+    if name.startswith("ABSOLUTE_POS_"):
+        a = name[-1]
+        base = arith(f"abs_base_{a}", "arith.mul", builtin_value(s, f"CUBE_POS_{a}"),
+                     builtin_value(s, f"CUBE_DIM_{a}"))
+        return arith(name, "arith.add", base, builtin_value(s, f"UNIT_POS_{a}"))
+    raise error(s, f"unknown builtin {name}")
+
+
+def read(s: Scope, x: Any) -> Any:
+    """The value behind `x`: loads locals, computes builtins; Python values pass through."""
+    if isinstance(x, LocalVar):
+        assert isinstance(x.ptr.type, Pointer)
+        return RV(s.emit("memory.load", [x.ptr], x.ptr.type.pointee))
+    if isinstance(x, Builtin):
+        return RV(builtin_value(s, x.name))
+    return x
+
+
+def value(s: Scope, x: Any, like: Ty | None = None) -> Value:
+    """An IR value for `x`; a Python literal takes the type `like` (else i32/f32/bool)."""
+    x = read(s, x)
+    if isinstance(x, RV):
+        return x.v
+    if is_py(x):
+        ty = like if like is not None else default_ty(x)
+        if isinstance(x, float) and not isinstance(x, bool) and ty.elem.is_int:
+            if not float(x).is_integer():
+                raise error(s, f"the float literal {x} meets an integer ({ty.elem.value}) value",
+                            f"write an integer literal, or cast: f32(...)")
+        return const(s, x, ty)
+    if isinstance(x, (BufferRef, ArrayRef, SliceView)):
+        raise error(s, f"{describe(x)} is not a value", f"index it: {x.name}[i]")
+    if isinstance(x, AtomicRef):
+        raise error(s, "an atomic element is not a plain value",
+                    "read it with .load() (or use fetch_add, swap, ...)")
+    raise error(s, f"{describe(x)} cannot be used as a kernel value",
+                "kernel values are numbers, typed values (f32(1.0)) and results of kernel ops")
+
+
+def ty_of(v: Value) -> Ty:
+    assert isinstance(v.type, Ty), v.type
+    return v.type
+
+
+def splat(s: Scope, v: Value, width: int) -> Value:
+    ty = ty_of(v)
+    if ty.width == width:
+        return v
+    return s.emit("vector.splat", [v], ty.with_width(width))
+
+
+def pair(s: Scope, a: Any, b: Any, what: str) -> tuple[Value, Value]:
+    """Both operands as IR values of one type: literals adopt the other side's type, a scalar
+    meeting a vector is splatted, and anything else that differs is an error."""
+    a, b = read(s, a), read(s, b)
+    if isinstance(a, RV) and not isinstance(b, RV):
+        va = a.v
+        vb = value(s, b, ty_of(va).with_width(1))
+    elif isinstance(b, RV) and not isinstance(a, RV):
+        vb = b.v
+        va = value(s, a, ty_of(vb).with_width(1))
+    else:
+        va, vb = value(s, a), value(s, b)
+    ta, tb = ty_of(va), ty_of(vb)
+    if ta.elem is not tb.elem:
+        raise error(
+            s, f"`{what}` of {ta} and {tb}: the element types differ",
+            f"cast one side, e.g. {ta.elem.value}(x) or {tb.elem.value}(x) (F.cast_from(x) in "
+            "generic code)",
+        )
+    if ta.width != tb.width:
+        if ta.width == 1:
+            va = splat(s, va, tb.width)
+        elif tb.width == 1:
+            vb = splat(s, vb, ta.width)
+        else:
+            raise error(
+                s, f"`{what}` of vectors of widths {ta.width} and {tb.width}",
+                "vectors combine only with the same width (or with a scalar, which is splatted)",
+            )
+    return va, vb
+
+
+def index_value(s: Scope, idx: Any) -> Value:
+    idx = read(s, idx)
+    if is_py(idx):
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            raise error(s, f"index {idx!r} is not an integer")
+        if idx < 0:
+            raise error(s, f"negative index {idx}", "indices are u32; negative indices never wrap")
+        return const(s, idx, U32)
+    v = value(s, idx)
+    ty = ty_of(v)
+    if ty != U32:
+        if ty == I32:
+            raise error(s, "indices are u32, this one is i32", "write x[u32(i)]")
+        raise error(s, f"an index must be a u32 scalar, got {ty}")
+    return v
+
+
+def item_value(s: Scope, x: Any, item: Ty) -> Value:
+    x = read(s, x)
+    v = value(s, x, item.with_width(1))
+    vt = ty_of(v)
+    if vt.width == 1 and item.width > 1 and vt.elem is item.elem:
+        return splat(s, v, item.width)
+    if vt != item:
+        if vt.elem is not item.elem:
+            raise error(s, f"storing {vt} into a buffer of {item}",
+                        f"cast the value: {item.elem.value}(...) (F.cast_from(...) if generic)")
+        raise error(s, f"storing a vector of width {vt.width} into a buffer of width {item.width}",
+                    "vectors combine only with the same width")
+    return v
+
+
+def as_bool(s: Scope, x: Any, what: str) -> Value:
+    v = value(s, x, BOOL)
+    if ty_of(v).elem is not Elem.BOOL:
+        raise error(s, f"`{what}` needs bool operands, got {ty_of(v)}",
+                    "compare first, e.g. `x != 0`")
+    return v
+
+
+def minmax(s: Scope, fn: str, args: Sequence[Any]) -> Any:
+    if len(args) < 2:
+        raise error(s, f"{fn}() inside a kernel takes two or more values")
+    acc = read(s, args[0])
+    for nxt in args[1:]:
+        nxt = read(s, nxt)
+        if is_py(acc) and is_py(nxt):
+            acc = builtins.min(acc, nxt) if fn == "min" else builtins.max(acc, nxt)
+            continue
+        va, vb = pair(s, acc, nxt, fn)
+        if ty_of(va).elem is Elem.BOOL:
+            raise error(s, f"{fn}() of bools")
+        acc = RV(s.emit(f"arith.{fn}", [va, vb], ty_of(va)))
+    return acc
+
+
+def cast(s: Scope, kind: ScalarKind, x: Any) -> Any:
+    x = read(s, x)
+    target = Ty(kind.elem)
+    if is_py(x):
+        if kind.elem.is_int and isinstance(x, float) and not x.is_integer():
+            x = int(x)  # truncation toward zero, like a cast
+        return RV(const(s, x, target))
+    v = value(s, x)
+    ty = ty_of(v)
+    want = ty.with_elem(kind.elem)
+    if isinstance(x, RV) and x.splat:
+        return RV(v if ty == want else s.emit("arith.cast", [v], want), splat=True)
+    if ty == want:
+        return RV(v)
+    return RV(s.emit("arith.cast", [v], want))

@@ -1,0 +1,73 @@
+"""Locals at expand time: `name = x`, `name += x`, `name: f32 = x`.
+
+An immutable name binds its value (SSA: no IR at all); a mutable one (assigned more than once, or
+inside a branch or loop — the rewriter decides) lives in a local variable declared at the top of
+the kernel, so every branch writes the same storage and the value survives after the `if` or
+loop. A local keeps its first type: assigning another is an error that says which cast to write.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cubelab.frontend.calls import call
+from cubelab.frontend.operands import Pos, default_ty, error, is_py, read, splat, ty_of, value
+from cubelab.frontend.operators import binop
+from cubelab.frontend.values import RV, UNBOUND, ArrayRef, AtomicRef, BufferRef, LocalVar, SliceView
+from cubelab.ir.scope import Scope
+from cubelab.ir.types import Pointer, Ty
+
+
+def _store_var(s: Scope, var: LocalVar, x: Any) -> None:
+    assert isinstance(var.ptr.type, Pointer)
+    ty = var.ptr.type.pointee
+    assert isinstance(ty, Ty)
+    x = read(s, x)
+    v = value(s, x, ty.with_width(1))
+    if isinstance(x, RV) and x.splat:
+        v = splat(s, v, ty.width)
+    vt = ty_of(v)
+    if vt != ty:
+        if vt.width == 1 and vt.elem is ty.elem:
+            v = splat(s, v, ty.width)
+        else:
+            raise error(s, f"`{var.name}` holds {ty} but is assigned {vt}",
+                        f"a local keeps its first type; cast: {ty.elem.value}(...)")
+    s.register("memory.store", [var.ptr, v])
+
+
+def assign(s: Scope, current: Any, x: Any, name: str, mutable: bool, at: Pos) -> Any:
+    """`name = x`. Immutable names bind the value (SSA); mutable ones (assigned more than once,
+    or inside a branch or loop) live in a local variable declared at the top of the kernel, so
+    every branch writes the same storage and the value survives after the `if`/loop."""
+    s.at(*at)
+    if isinstance(current, LocalVar):
+        _store_var(s, current, x)
+        return current
+    if isinstance(x, (BufferRef, ArrayRef, SliceView, AtomicRef)):
+        return x
+    x = read(s, x)
+    if not mutable:
+        return x
+    if not isinstance(x, RV) and not is_py(x):
+        return x  # Python objects (tuples, strings, ...) stay Python
+    if isinstance(x, RV):
+        ty = ty_of(x.v)
+    else:
+        ty = default_ty(x)
+    var = LocalVar(s.declare_var(ty, name), name)
+    _store_var(s, var, x)
+    return var
+
+
+def augassign(s: Scope, current: Any, op: str, x: Any, name: str, at: Pos) -> Any:
+    if current is UNBOUND:
+        raise error(s, f"`{name}` is updated before it has a value", f"assign `{name} = ...` first",
+                    at)
+    result = binop(s, op, current, x, at)
+    return assign(s, current, result, name, True, at)
+
+
+def typed(s: Scope, kind: Any, x: Any, at: Pos) -> Any:
+    """`name: f32 = x` — the annotation casts (or types a literal)."""
+    return call(s, kind, [x], at)
