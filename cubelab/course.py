@@ -34,6 +34,7 @@ import argparse
 import copy
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -104,6 +105,16 @@ def test_cell_source(key: str) -> str:
             f"    f\"exercise {key} is {{_verdict.status}}: {{_verdict.hint}}\")")
 
 
+def _registered(key: str) -> bool:
+    import cubelab.exercises
+
+    try:
+        cubelab.exercises.get(key)
+    except KeyError:
+        return False
+    return True
+
+
 def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
                   points: float = 1.0) -> Chapter:
     """Turn one chapter notebook into `out_dir/<stem>/<stem>.ipynb` (an nbgrader source)."""
@@ -157,6 +168,11 @@ def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
                 and cells[index + 1].get("metadata", {}).get("cubelab", {}).get("exercise") != key):
             raise BuildError(f"{where}: exercise {key!r} stops after its {role} cell; the "
                              "convention is three consecutive cells: question, answer, check")
+    unknown = [k for k in seen if not _registered(k)]
+    if unknown:
+        raise BuildError(f"{notebook.name}: no exercise registered as {', '.join(unknown)} in "
+                         "cubelab.exercises — every student would score zero; fix the key in "
+                         "the cells' metadata or register the exercise")
     incomplete = [k for k, r in seen.items() if len(r) != len(ROLES)]
     if incomplete:
         raise BuildError(f"{notebook.name}: exercise(s) {', '.join(incomplete)} lack a check cell")
@@ -213,13 +229,19 @@ def add_parser(sub: Any) -> None:
 
 
 def _cmd_build(args: argparse.Namespace, out: Any) -> None:
+    # plain print, not `out`: paths may hold brackets (rich markup) and lines must not wrap
     try:
         built = build(args.notebooks, args.course, args.chapters, args.points)
     except BuildError as exc:
         raise SystemExit(f"cubelab course build: {exc}") from None
     for ch in built:
-        out(f"{ch.path}: {len(ch.exercises)} graded exercise(s), {ch.points:g} point(s)")
-    if not (args.course / "nbgrader_config.py").is_file():
-        out(f"note: {args.course}/nbgrader_config.py is missing; copy the repository's "
-            "course/nbgrader_config.py there (it sets the empty code stub and CPU grading)")
-    out(f"next: cd {args.course} && nbgrader generate_assignment <chapter>")
+        print(f"{ch.path}: {len(ch.exercises)} graded exercise(s), {ch.points:g} point(s)")
+    config = args.course / "nbgrader_config.py"
+    shipped = Path(__file__).resolve().parent.parent / "course" / "nbgrader_config.py"
+    if not config.is_file() and shipped.is_file():
+        shutil.copy(shipped, config)
+        print(f"{config}: copied from {shipped}")
+    elif not config.is_file():
+        print(f"note: {config} is missing; take course/nbgrader_config.py from the cubelab "
+              "repository (it sets the empty code stub and CPU grading)")
+    print(f"next: cd {args.course} && nbgrader generate_assignment <chapter>")

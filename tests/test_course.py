@@ -18,11 +18,12 @@ import subprocess
 import sys
 from html import unescape
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "course_fixture"))
-import fixture_exercises  # noqa: E402 (registers the fixture's exercises)
+import fixture_exercises  # noqa: E402
 
 from cubelab.cli import main
 from cubelab.course import BuildError, build, build_chapter, read_solutions
@@ -59,8 +60,15 @@ def _src(cell: dict) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def fixture_registered() -> Iterator[None]:
+    """The fixture chapter's exercises are registered in this process for this module only."""
+    with fixture_exercises.registered():
+        yield
+
+
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory: pytest.TempPathFactory) -> dict:
+def graded(tmp_path_factory: pytest.TempPathFactory, fixture_registered: None) -> dict:
     """Build, release, submit three students (and one tampering), autograde, feedback."""
     course = tmp_path_factory.mktemp("course")
     shutil.copy(ROOT / "course" / "nbgrader_config.py", course)
@@ -185,3 +193,35 @@ def test_grading_runs_every_cell_on_the_cpu_runtime(graded: dict) -> None:
     printed = "".join("".join(o.get("text", "")) for c in _cells(graded_nb)
                       for o in c.get("outputs", []))
     assert "running on cpu<numpy>" in printed
+
+
+def test_every_chapter_of_the_course_builds(tmp_path: Path) -> None:
+    import cubelab.exercises
+
+    built = build(ROOT / "notebooks", tmp_path)
+    chapters = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    assert [c.name for c in built] == chapters
+    for chapter in built:
+        cells = _cells(chapter.path)
+        checks = [_role(c)[0] for c in cells if _role(c)[1] == "check"]
+        assert chapter.exercises == checks
+        for key in checks:
+            assert cubelab.exercises.get(key).key == key
+        solution_file = ROOT / "notebooks" / "solutions" / f"{chapter.name}.py"
+        if checks:
+            solutions = read_solutions(solution_file)
+            for cell in cells:
+                if _role(cell)[1] == "answer":
+                    assert solutions[_role(cell)[0]] in _src(cell)
+
+
+def test_a_check_cell_naming_an_unknown_exercise_stops_the_build(tmp_path: Path) -> None:
+    nb = json.loads((FIXTURE / "notebooks" / f"{CHAPTER}.ipynb").read_text())
+    for cell in nb["cells"]:
+        if _role(cell)[0] == KEYS[1]:
+            cell["metadata"]["cubelab"]["exercise"] = "fixture.dubble"
+    (tmp_path / f"{CHAPTER}.ipynb").write_text(json.dumps(nb))
+    solutions = read_solutions(FIXTURE / "notebooks" / "solutions" / f"{CHAPTER}.py")
+    solutions["fixture.dubble"] = solutions.pop(KEYS[1])
+    with pytest.raises(BuildError, match=r"no exercise registered as fixture.dubble"):
+        build_chapter(tmp_path / f"{CHAPTER}.ipynb", solutions, tmp_path / "out")

@@ -249,7 +249,11 @@ def test_two_students_each_run_the_chapter_in_their_own_server_with_their_own_ca
         hub: dict[str, Any], tmp_path: Path) -> None:
     started = time.monotonic()
     notebook, solutions = _chapter()
-    built = build_chapter(notebook, read_solutions(solutions), tmp_path)
+    sys.path.insert(0, str(FIXTURE))
+    import fixture_exercises
+
+    with fixture_exercises.registered():  # build checks every key is registered
+        built = build_chapter(notebook, read_solutions(solutions), tmp_path)
     source = json.loads(built.path.read_text())
     cells = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
              for c in source["cells"] if c["cell_type"] == "code"]

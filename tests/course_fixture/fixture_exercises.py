@@ -6,16 +6,20 @@ in `notebooks/solutions/01_fixture.py`), so `cubelab course build`, nbgrader and
 tested on a chapter small enough to grade three submissions in seconds, and independent of how
 the course's chapters change. Its checks run for real, like the course's: one counts the
 compiles of four launches (seed 000's quiz under another key), one launches the student's kernel
-and compares with numpy. Importing this module registers both.
+and compares with numpy. The chapter's set-up cell calls `register_all()`; the test process uses
+`registered()`, which takes them out of the registry again, so the course's own tests (every
+registered exercise has a solution in notebooks/solutions/) never see them.
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import replace
+from typing import Iterator
 
 import numpy as np
 
-from cubelab.exercises import HOW_MANY_COMPILES, KernelExercise, register
+from cubelab.exercises import EXERCISES, HOW_MANY_COMPILES, KernelExercise, register
 from cubelab.prelude import BufferArg, CubeCount, CubeDim
 
 N = 10
@@ -33,4 +37,17 @@ DOUBLE = KernelExercise(
         BufferArg.from_raw_parts(h["x"], N), BufferArg.from_raw_parts(h["out"], N)),
 )
 
-register(HOW_MANY, DOUBLE)
+
+
+def register_all() -> None:
+    register(HOW_MANY, DOUBLE)
+
+
+@contextmanager
+def registered() -> Iterator[None]:
+    register_all()
+    try:
+        yield
+    finally:
+        for key in (HOW_MANY.key, DOUBLE.key):
+            EXERCISES.pop(key, None)
