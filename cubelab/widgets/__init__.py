@@ -8,6 +8,7 @@
     KernelInspector(saxpy, client) # Source · Expanded · IR · Passes · WGSL · MSL · KernelIds
     Quiz()                         # "how many compiles?" checked against a real run
     Stepper(trace)                 # step through a CPU-runtime trace
+    AccessMap(access_map)          # who touched which cell, per unit and barrier phase
 
 Views read only the event bus and `cubelab.inspect`; they record on the device thread and
 redraw on one UI thread at most 10 times a second (see `_live.py`). Importing this module
@@ -15,6 +16,7 @@ imports ipywidgets; `import cubelab` does not.
 """
 
 from cubelab.widgets._live import LiveView, UiThread, default_ui
+from cubelab.widgets.access_map import AccessMap
 from cubelab.widgets.buffer_board import BufferBoard
 from cubelab.widgets.cache_monitor import CacheMonitor
 from cubelab.widgets.kernel_inspector import KernelInspector
@@ -24,7 +26,7 @@ from cubelab.widgets.quiz import Quiz
 from cubelab.widgets.stepper import Stepper
 
 __all__ = ["KernelInspector", "CacheMonitor", "BufferBoard", "LaunchTimeline", "MemoryBoard",
-           "Quiz", "Stepper",
+           "Quiz", "Stepper", "AccessMap",
            "LiveView", "UiThread", "default_ui", "monitor"]
 
 

@@ -1,0 +1,237 @@
+"""Seeing units: which cells of which array every unit read and wrote, per barrier phase.
+
+    m = cubelab.inspect.access_map(conv.launch[f32], client, CubeCount.Static(2),
+                                   CubeDim.new_1d(8), x_arg, w_arg, out_arg)
+    m.accesses        # [Access(unit, cube, phase, array, index, kind, value, line, ...)]
+    m.races           # [Race(array, index, units, lines, phase, ...)]  — nothing orders the pair
+    m.uninitialised   # shared reads of elements nobody wrote before (Access records)
+    m.oob             # [OobRecord(array, index, length, unit, line, outcome)] — index as computed
+    m.scores          # per unit: global/shared reads/writes; .max(), .total(), .table()
+    m.to_svg()        # one standalone SVG (the notebook shows it through _repr_html_)
+    m.who_touched("sm", 3, phase=1, cube=0); m.touched_by(unit=5)
+
+The launch runs on the CPU runtime, for real, with an instrumented plan that records every
+global and shared access of the chosen cubes (`cubes=None`: every cube, up to `MAX_CUBES`; the
+ordinary plan stays uninstrumented, so recording costs nothing when off). A launch issued with
+a wgpu client is re-run on the CPU runtime on copies of its buffers, as `trace` does: the wgpu
+buffers are left alone and `m.client` is the CPU client holding the copies.
+
+Everything is plain data; the rules (races, uninitialised reads, scores) live in
+`cubelab.runtime.cpu.access` and work on hand-made records too (`AccessMap.from_records`).
+What the runtime cannot show: the *outcome* of a race — the CPU runtime runs units in lockstep,
+so a racy kernel usually computes the right answer here; the map is how you see it is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from cubelab.errors import CubeError
+from cubelab.runtime.cpu.access import (
+    Access,
+    ArrayInfo,
+    NonFinite,
+    OobRecord,
+    Race,
+    Scores,
+    find_races,
+    find_uninitialised,
+    unit_scores,
+)
+
+__all__ = ["AccessMap", "access_map", "MAX_CUBES"]
+
+MAX_CUBES = 64  # cubes recorded when `cubes=None` (the first ones, in CUBE_POS order)
+
+CellKey = tuple[str, int, int, int]  # (array, cube or -1 for a global buffer, index, phase)
+
+
+@dataclass
+class AccessMap:
+    kernel: str
+    accesses: list[Access]
+    arrays: dict[str, ArrayInfo]
+    cubes: list[int]
+    units: list[int]
+    oob: list[OobRecord] = field(default_factory=list)
+    phases: int = 1
+    cube_dim: tuple[int, int, int] = (1, 1, 1)
+    source_lines: list[str] = field(default_factory=list)
+    first_line: int = 1
+    truncated: bool = False
+    nonfinite: list[NonFinite] = field(default_factory=list)
+    client: Any = None  # the CPU client the launch ran on
+    copied: bool = False  # the buffers were copied from another runtime first
+    races: list[Race] = field(init=False)
+    races_total: int = field(init=False)
+    uninitialised: list[Access] = field(init=False)
+    scores: Scores = field(init=False)
+    _cells: dict[CellKey, list[Access]] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        inb = [a for a in self.accesses if a.array not in self.arrays
+               or 0 <= a.index < self.arrays[a.array].length]
+        self.races, self.races_total = find_races(inb)
+        self.uninitialised = find_uninitialised(inb)
+        dx, dy, dz = self.cube_dim
+        per = dx * dy * dz
+        self.scores = unit_scores(self.accesses, [(u, u // per) for u in self.units])
+        top = max((a.phase for a in self.accesses), default=0)
+        top = max([top] + [o.phase for o in self.oob])
+        self.phases = max(self.phases, top + 1)
+
+    @classmethod
+    def from_records(cls, accesses: Iterable[Access], arrays: dict[str, ArrayInfo] | None = None,
+                     kernel: str = "kernel", oob: Sequence[OobRecord] = (),
+                     cube_dim: tuple[int, int, int] | None = None) -> "AccessMap":
+        """An access map of hand-made (or saved) records; array lengths default to the largest
+        index seen + 1, cube size to the most units seen in one cube."""
+        acc = list(accesses)
+        infos = dict(arrays or {})
+        for a in acc:
+            if a.array not in infos:
+                top = max(b.index for b in acc if b.array == a.array)
+                infos[a.array] = ArrayInfo(a.array, a.space, top + 1)
+        units = sorted({a.unit for a in acc})
+        cubes = sorted({a.cube for a in acc})
+        if cube_dim is None:
+            per: dict[int, set[int]] = {}
+            for a in acc:
+                per.setdefault(a.cube, set()).add(a.local)
+            cube_dim = (max((max(v) + 1 for v in per.values()), default=1), 1, 1)
+        return cls(kernel, acc, infos, cubes, units, list(oob), cube_dim=cube_dim)
+
+    # -- questions a teacher asks --------------------------------------------------------------
+    def cells(self) -> dict[CellKey, list[Access]]:
+        """Every touched in-bounds cell → the accesses to it, in execution order."""
+        if self._cells is None:
+            out: dict[CellKey, list[Access]] = {}
+            for a in self.accesses:
+                out.setdefault((a.array, a.cube if a.space == "shared" else -1, a.index,
+                                a.phase), []).append(a)
+            self._cells = out
+        return self._cells
+
+    def who_touched(self, array: str, index: int, phase: int | None = None,
+                    cube: int | None = None) -> list[Access]:
+        """The accesses to `array[index]` (in `phase`, or all; a shared array: of `cube`)."""
+        return [a for a in self.accesses if a.array == array and a.index == index
+                and (phase is None or a.phase == phase)
+                and (cube is None or a.space != "shared" or a.cube == cube)]
+
+    def touched_by(self, unit: int, phase: int | None = None) -> list[Access]:
+        return [a for a in self.accesses if a.unit == unit and (phase is None or a.phase == phase)]
+
+    def cells_of(self, unit: int, phase: int | None = None,
+                 kind: str | None = None) -> dict[str, list[int]]:
+        """array → the sorted distinct indices `unit` touched (optionally one phase or kind)."""
+        out: dict[str, set[int]] = {}
+        for a in self.touched_by(unit, phase):
+            if kind is None or a.kind == kind:
+                out.setdefault(a.array, set()).add(a.index)
+        return {k: sorted(v) for k, v in out.items()}
+
+    def source(self, line: int | None) -> str:
+        if line is None:
+            return ""
+        i = line - self.first_line
+        return self.source_lines[i].strip() if 0 <= i < len(self.source_lines) else ""
+
+    # -- output --------------------------------------------------------------------------------
+    def to_svg(self, phase: int | None = None, unit: int | None = None) -> str:
+        """A standalone SVG: every phase (or one), `unit`'s cells outlined when given."""
+        from cubelab.inspect.access_svg import render
+
+        return render(self, phase, unit)
+
+    def report(self) -> str:
+        """The findings as text: races, uninitialised reads, out-of-bounds, non-finite values."""
+        lines = [f"access map of `{self.kernel}`: {len(self.accesses)} accesses by "
+                 f"{len(self.units)} units in {len(self.cubes)} cube(s), {self.phases} phase(s)"]
+        if self.truncated:
+            lines.append("  (recording truncated: only the first accesses are kept)")
+        if not (self.races or self.uninitialised or self.oob or self.nonfinite):
+            lines.append("no race, no uninitialised shared read, no out-of-bounds access")
+        for r in self.races:
+            lines.append(f"  {r}")
+        if self.races_total > len(self.races):
+            lines.append(f"  ... {self.races_total - len(self.races)} more races")
+        for a in self.uninitialised[:50]:
+            lines.append(f"  uninitialised read: unit {a.unit} reads {a.array}[{a.index}] "
+                         f"(cube {a.cube}) in phase {a.phase}, line {a.line}, but no unit "
+                         "wrote it before")
+        for o in self.oob[:50]:
+            lines.append(f"  out of bounds: {o}")
+        for n in self.nonfinite[:50]:
+            lines.append(f"  non-finite: {n}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        return (f'<div class="cubelab-access-map-view"><pre style="white-space:pre-wrap">'
+                f"{escape(self.report())}</pre>{self.to_svg()}</div>")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "cubes": list(self.cubes), "units": list(self.units),
+                "phases": self.phases, "truncated": self.truncated,
+                "arrays": {k: {"space": v.space, "length": v.length, "shape": list(v.shape)}
+                           for k, v in self.arrays.items()},
+                "accesses": [a.to_dict() for a in self.accesses],
+                "races": [r.to_dict() for r in self.races],
+                "uninitialised": [a.to_dict() for a in self.uninitialised],
+                "oob": [o.to_dict() for o in self.oob],
+                "scores": [s.to_dict() for s in self.scores],
+                "nonfinite": [n.to_dict() for n in self.nonfinite]}
+
+
+def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
+               cubes: Iterable[Any] | None = None, limit: int = 1_000_000) -> AccessMap:
+    """Run `launcher(client, cube_count, cube_dim, *args)` on the CPU runtime, recording every
+    global and shared access of the chosen `cubes` (linear CUBE_POS values or (x, y, z) tuples;
+    None: every cube, at most `MAX_CUBES`)."""
+    from cubelab.inspect.trace import _copy_to_cpu
+    from cubelab.runtime.cpu import cpu_server
+
+    if getattr(cube_count, "handle", None) is not None:
+        raise CubeError("access_map needs a static cube count (CubeCount.Static)")
+    cx, cy, cz = cube_count.as_tuple()
+    total = cx * cy * cz
+    if cubes is None:
+        chosen = list(range(min(total, MAX_CUBES)))
+    else:
+        chosen = []
+        for c in cubes:
+            lin = c[0] + c[1] * cx + c[2] * cx * cy if isinstance(c, (tuple, list)) else int(c)
+            if not 0 <= lin < total:
+                raise ValueError(f"cube {c} is not part of this launch ({total} cubes)")
+            chosen.append(lin)
+        if not chosen:
+            raise ValueError("access_map(..., cubes=[...]) needs at least one cube")
+        chosen = sorted(set(chosen))
+    copied = False
+    if client.name() != "cpu<numpy>":
+        client, args = _copy_to_cpu(client, args)
+        copied = True
+    server = cpu_server(client, "access_map")
+    runner = client.device.runner
+    runner.call(server.begin_record, frozenset(chosen), limit)
+    try:
+        launcher(client, cube_count, cube_dim, *args)
+    finally:
+        result = runner.call(server.end_record)
+    if result is None:
+        raise CubeError(
+            "the recorded launch did not run (it failed to compile, was gated, skipped, or is a "
+            "dry run); read one of its output buffers to see why")
+    log, report, definition = result
+    per = cube_dim.num_units
+    units = [c * per + u for c in chosen for u in range(per)]
+    return AccessMap(definition.name, log.records(), dict(log.arrays), chosen, units,
+                     list(log.oob), 1, cube_dim.as_tuple() if hasattr(cube_dim, "as_tuple")
+                     else tuple(cube_dim), list(definition.source_lines), definition.first_line,
+                     log.truncated, list(getattr(report, "nonfinite", []) or []), client, copied)

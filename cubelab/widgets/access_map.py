@@ -1,0 +1,170 @@
+"""AccessMap: the access map of one launch, explorable — pick a unit, step through barrier phases,
+hover or pick a cell to see who touched it.
+
+    m = cubelab.inspect.access_map(block_sum.launch[f32], client, count, dim, x_arg, out_arg)
+    AccessMap(m)
+
+The drawing is `m.to_svg(phase, unit)` (the same SVG the static view shows): hovering a cell
+shows its `<title>` (every access to it: unit, kind, value, line). The "cell" picker answers the
+same question in text for a projector, where hovering is awkward. An access map is plain data
+made before the widget exists, so the widget needs no events and no UI thread.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets as W
+
+from cubelab.inspect.access_map import AccessMap as AccessMapData
+from cubelab.inspect.views import table_css
+
+__all__ = ["AccessMap"]
+
+
+class AccessMap:
+    css_class = "cubelab-access-map"
+
+    def __init__(self, access_map: AccessMapData) -> None:
+        if not isinstance(access_map, AccessMapData):
+            raise TypeError("AccessMap needs an access map from cubelab.inspect.access_map(...)")
+        m = self.map = access_map
+        self.phase: int | None = 0 if m.phases > 1 else None
+        self.unit: int | None = None
+        self.cell: tuple[str, int] | None = None
+        self.back_button = W.Button(description="◀ phase", layout=W.Layout(width="7em"))
+        self.forward_button = W.Button(description="phase ▶", layout=W.Layout(width="7em"))
+        self.phase_picker = W.Dropdown(
+            options=[("all phases", -1)] + [(f"phase {p}", p) for p in range(m.phases)],
+            value=-1 if self.phase is None else self.phase, description="show",
+            layout=W.Layout(width="14em"))
+        self.unit_picker = W.Dropdown(
+            options=[("every unit", -1)] + [(self._unit_label(u), u) for u in m.units],
+            value=-1, description="unit", layout=W.Layout(width="20em"))
+        arrays = list(m.arrays) or ["-"]
+        self.array_picker = W.Dropdown(options=arrays, value=arrays[0], description="cell",
+                                       layout=W.Layout(width="14em"))
+        self.index_picker = W.BoundedIntText(value=0, min=0, max=10**9, description="index",
+                                             layout=W.Layout(width="10em"))
+        self.drawing = W.HTML()
+        self.drawing.add_class("cubelab-access-map-drawing")
+        self.details = W.HTML()
+        self.details.add_class("cubelab-access-map-details")
+        self.back_button.on_click(lambda _b: self.step(-1))
+        self.forward_button.on_click(lambda _b: self.step(1))
+        self.phase_picker.observe(lambda c: self.show_phase(None if c["new"] < 0 else c["new"]),
+                                  names="value")
+        self.unit_picker.observe(lambda c: self.select(None if c["new"] < 0 else c["new"]),
+                                 names="value")
+        self.array_picker.observe(lambda c: self.pick(c["new"], self.index_picker.value),
+                                  names="value")
+        self.index_picker.observe(lambda c: self.pick(self.array_picker.value, c["new"]),
+                                  names="value")
+        self._root = W.VBox([
+            W.HBox([self.back_button, self.forward_button, self.phase_picker, self.unit_picker]),
+            W.HBox([self.array_picker, self.index_picker]),
+            self.details,
+            W.Box([self.drawing], layout=W.Layout(overflow="auto")),
+        ])
+        self._root.add_class("cubelab-view")
+        self._root.add_class(self.css_class)
+        self.render()
+
+    @property
+    def widget(self) -> W.VBox:
+        return self._root
+
+    def _unit_label(self, u: int) -> str:
+        dx, dy, dz = self.map.cube_dim
+        per = dx * dy * dz
+        return f"unit {u} (cube {u // per}, UNIT_POS {u % per})"
+
+    # -- what the controls do -----------------------------------------------------------------
+    def show_phase(self, phase: int | None) -> None:
+        if phase is not None and not 0 <= phase < self.map.phases:
+            raise ValueError(f"phase {phase}: this launch has phases 0..{self.map.phases - 1}")
+        self.phase = phase
+        self.render()
+
+    def step(self, n: int) -> None:
+        cur = -1 if self.phase is None else self.phase
+        self.show_phase(max(0, min(self.map.phases - 1, cur + n)))
+
+    def select(self, unit: int | None) -> None:
+        if unit is not None and unit not in self.map.units:
+            raise ValueError(f"unit {unit} was not recorded")
+        self.unit = unit
+        self.render()
+
+    def pick(self, array: str, index: int) -> None:
+        self.cell = (array, int(index))
+        self.render()
+
+    # -- model and rendering ------------------------------------------------------------------
+    def model(self) -> dict[str, Any]:
+        m = self.map
+        touched = m.cells_of(self.unit, self.phase) if self.unit is not None else {}
+        cell = None
+        if self.cell is not None:
+            arr, idx = self.cell
+            cell = [a.to_dict() for a in m.who_touched(arr, idx, self.phase)]
+        return {"phase": self.phase, "phases": m.phases, "unit": self.unit, "touched": touched,
+                "cell": self.cell, "who_touched": cell, "races": len(m.races),
+                "uninitialised": len(m.uninitialised), "oob": len(m.oob)}
+
+    def render(self) -> None:
+        m = self.map
+        with self._root.hold_sync():
+            want = -1 if self.phase is None else self.phase
+            if self.phase_picker.value != want:
+                self.phase_picker.value = want
+            if self.unit_picker.value != (-1 if self.unit is None else self.unit):
+                self.unit_picker.value = -1 if self.unit is None else self.unit
+            self.back_button.disabled = self.phase is not None and self.phase <= 0
+            self.forward_button.disabled = self.phase is not None and \
+                self.phase >= m.phases - 1
+            self.drawing.value = m.to_svg(self.phase, self.unit)
+            self.details.value = self._details_html()
+
+    def _details_html(self) -> str:
+        m = self.map
+        parts = [f'<div class="cubelab-code"><style>{table_css()}</style>']
+        head = (f"{len(m.races)} race(s) · {len(m.uninitialised)} uninitialised shared read(s) · "
+                f"{len(m.oob)} out-of-bounds access(es)")
+        parts.append(f'<div class="cl-title">access map of `{html.escape(m.kernel)}` · '
+                     f"{html.escape(head)}</div>")
+        rows = [str(r) for r in m.races[:20]] + [f"out of bounds: {o}" for o in m.oob[:20]]
+        rows += [f"uninitialised read: unit {a.unit} reads {a.array}[{a.index}] in phase "
+                 f"{a.phase} (line {a.line})" for a in m.uninitialised[:20]]
+        if rows:
+            parts.append("<ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in rows) + "</ul>")
+        if self.unit is not None:
+            s = m.scores[self.unit]
+            touched = m.cells_of(self.unit, self.phase)
+            cells = "; ".join(f"{k}: {v}" for k, v in touched.items()) or "nothing"
+            parts.append(f"<div>{html.escape(self._unit_label(self.unit))}: global reads "
+                         f"{s.global_reads}, writes {s.global_writes} · shared reads "
+                         f"{s.shared_reads}, writes {s.shared_writes} · touched "
+                         f"{html.escape(cells)}</div>")
+        if self.cell is not None:
+            arr, idx = self.cell
+            who = m.who_touched(arr, idx, self.phase)
+            body = "".join(
+                f"<tr><td>{a.unit}</td><td>{a.cube}</td><td>{a.phase}</td><td>{a.kind}</td>"
+                f"<td>{html.escape(str(a.value))}</td><td>{a.line}: "
+                f"{html.escape(m.source(a.line))}</td></tr>" for a in who[:64])
+            parts.append(f"<div><b>{html.escape(arr)}[{idx}]</b>: "
+                         f"{'touched by ' + str(len({a.unit for a in who})) + ' unit(s)' if who else 'not touched'}"
+                         "</div>")
+            if who:
+                parts.append('<table class="cl-table"><thead><tr><th>unit</th><th>cube</th>'
+                             "<th>phase</th><th>kind</th><th>value</th><th>line</th></tr></thead>"
+                             f"<tbody>{body}</tbody></table>")
+        parts.append("</div>")
+        return "".join(parts)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self._root)
