@@ -7,6 +7,9 @@ the session (log, monitor, reset, device).
     %cubelab monitor              CacheMonitor + BufferBoard + LaunchTimeline for this session
     %cubelab reset                zero every open view's counters, clear the pipeline cache
     %cubelab device cpu|wgpu      which runtime Device.default() (and these magics) use
+    %cubelab races on|off         CPU runtime: judge every launch for races and uninitialised
+                                  shared reads; findings print under the cell that launched
+    %cubelab nonfinite on|off     CPU runtime: report ops that make inf/NaN from finite values
 
 `%%cube` registers the cell's text with IPython's compile cache before running it, so
 `inspect.getsource` finds the kernels (cubelab's expansion needs their source) and errors point
@@ -161,8 +164,10 @@ class CubelabMagics(Magics):
             return None
         if cmd == "device":
             return self._device(rest)
+        if cmd in ("races", "nonfinite"):
+            return _findings(self).switch(cmd, rest)
         raise UsageError(f"unknown %cubelab command {cmd!r}; use log on|off|msl, monitor, reset, "
-                         "device cpu|wgpu, status")
+                         "device cpu|wgpu, races on|off, nonfinite on|off, status")
 
     def _status(self) -> None:
         from cubelab.runtime.device import Device
@@ -200,6 +205,77 @@ class CubelabMagics(Magics):
             raise UsageError(f"cannot use the {kind} runtime here: {exc}") from None
         os.environ["CUBELAB_DEVICE"] = kind
         print(f"cubelab: Device.default() is now {kind} ({dev.client().name()}) in this kernel")
+
+
+class _Findings:
+    """`%cubelab races|nonfinite on|off`: the CPU runtime judges every launch; its findings
+    arrive as events on the device thread and are printed after each cell, on the main thread,
+    so they land under the cell that launched (the device thread's own output would not)."""
+
+    def __init__(self, magics: CubelabMagics) -> None:
+        self.magics = magics
+        self.races = False
+        self.nonfinite = False
+        self.found: list[Any] = []
+        self._client: Any = None
+        self._unsubscribe: Any = None
+        magics.shell.events.register("post_run_cell", self.flush)
+
+    def switch(self, what: str, rest: list[str]) -> None:
+        from cubelab.runtime.cpu import NonFiniteMade, RacesFound, set_reports
+
+        if len(rest) != 1 or rest[0] not in ("on", "off"):
+            raise UsageError(f"usage: %cubelab {what} on|off")
+        client = self.magics.session.client()
+        if client.name() != "cpu<numpy>":
+            raise UsageError(
+                f"%cubelab {what} needs the CPU runtime (it watches every unit); run "
+                "`%cubelab device cpu` first, or re-run one launch there with "
+                "cubelab.inspect.access_map(...)")
+        setattr(self, what, rest[0] == "on")
+        if self._client is not client:
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+            self._client = client
+            self._unsubscribe = client.events.subscribe(self.found.append, RacesFound,
+                                                        NonFiniteMade)
+        set_reports(client, races=self.races, nonfinite=self.nonfinite, echo=False)
+        if what == "races":
+            print("cubelab: race report " + (
+                "on — every launch's global and shared accesses are recorded (first 64 cubes) "
+                "and races and uninitialised shared reads are printed under the cell"
+                if self.races else "off"))
+        else:
+            print("cubelab: non-finite report " + (
+                "on — an op making inf or NaN from finite operands is printed under the cell"
+                if self.nonfinite else "off"))
+
+    def flush(self, *_: Any) -> None:
+        if self._client is None or not (self.races or self.nonfinite or self.found):
+            return
+        self._client.device.runner.call(lambda: None)  # the cell's launches have run
+        found, self.found[:] = list(self.found), []
+        for e in found:
+            for line in _finding_lines(e):
+                print(line)
+
+
+def _finding_lines(e: Any) -> list[str]:
+    from cubelab.runtime.cpu import LaunchReport, report_lines
+
+    r = LaunchReport(e.kernel, e.launch_seq, "")
+    if hasattr(e, "races"):
+        r.races, r.races_total, r.uninitialised = list(e.races), e.total, list(e.uninitialised)
+    else:
+        r.nonfinite, r.nonfinite_total = list(e.records), e.total
+    return report_lines(r)
+
+
+def _findings(magics: CubelabMagics) -> _Findings:
+    found = getattr(magics, "_findings", None)
+    if found is None:
+        found = magics._findings = _Findings(magics)  # type: ignore[attr-defined]
+    return found
 
 
 class _Many:

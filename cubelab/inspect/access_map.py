@@ -63,6 +63,7 @@ class AccessMap:
     nonfinite: list[NonFinite] = field(default_factory=list)
     client: Any = None  # the CPU client the launch ran on
     copied: bool = False  # the buffers were copied from another runtime first
+    args: tuple[Any, ...] = ()  # the launch's arguments as run (CPU copies when `copied`)
     races: list[Race] = field(init=False)
     races_total: int = field(init=False)
     uninitialised: list[Access] = field(init=False)
@@ -234,4 +235,5 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
     return AccessMap(definition.name, log.records(), dict(log.arrays), chosen, units,
                      list(log.oob), 1, cube_dim.as_tuple() if hasattr(cube_dim, "as_tuple")
                      else tuple(cube_dim), list(definition.source_lines), definition.first_line,
-                     log.truncated, list(getattr(report, "nonfinite", []) or []), client, copied)
+                     log.truncated, list(getattr(report, "nonfinite", []) or []), client, copied,
+                     tuple(args))

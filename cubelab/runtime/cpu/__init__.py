@@ -6,6 +6,13 @@
         add.launch_unchecked[f32](client, ...)
     result.oob                                 # [OobAccess(buffer="x", index=6, length=6, ...)]
     result.prints                              # debug_print lines of those launches
+    with race_report(client) as result:        # record accesses; judge them
+        block_sum.launch[f32](client, ...)
+    result.races, result.uninitialised         # [Race(array, index, units, lines, phase)], ...
+    with nonfinite_report(client) as result:   # an op making inf/NaN from finite operands
+        ...
+    result.nonfinite                           # [NonFinite(kernel, unit, op, result, ..., line)]
+    set_reports(client, races=True, nonfinite=True)   # every launch from now on; printed
 
 Why a CPU runtime: cubelab must run where no Vulkan driver exists, and a student must be able to
 *watch* a kernel run (`cubelab.inspect.trace`). The modes and reports exist only here — a GPU
@@ -20,19 +27,25 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from cubelab.errors import CubeError
+from cubelab.runtime.cpu.access import Access, NonFinite, Race
+from cubelab.runtime.cpu.instruments import Instruments
 from cubelab.runtime.cpu.memory import OOB_MODES, OobAccess
 from cubelab.runtime.cpu.lanes import DivergentBarrier, KernelRuntimeError
 from cubelab.runtime.cpu.server import (
     CpuServer,
     DebugPrinted,
     LaunchReport,
+    NonFiniteMade,
     OutOfBoundsWrite,
+    RacesFound,
     print_lines,
+    report_lines,
 )
 
 __all__ = ["CpuServer", "DebugPrinted", "DivergentBarrier", "KernelRuntimeError", "LaunchReport",
            "LaunchResults", "OOB_MODES", "OobAccess", "OutOfBoundsWrite", "cpu_server", "oob_mode", "set_oob_mode",
-           "launch_results"]
+           "launch_results", "race_report", "nonfinite_report", "set_reports", "RacesFound",
+           "NonFiniteMade", "Race", "NonFinite", "Access", "report_lines", "print_lines"]
 
 
 def cpu_server(client: Any, what: str = "this") -> CpuServer:
@@ -60,10 +73,33 @@ class LaunchResults:
     def prints(self) -> list[str]:
         return [line for r in self.launches for line in r.prints]
 
+    @property
+    def races(self) -> list[Race]:
+        return [x for r in self.launches for x in (r.races or [])]
+
+    @property
+    def uninitialised(self) -> list[Access]:
+        return [x for r in self.launches for x in r.uninitialised]
+
+    @property
+    def nonfinite(self) -> list[NonFinite]:
+        return [x for r in self.launches for x in (r.nonfinite or [])]
+
     def __str__(self) -> str:
-        if not self.oob:
+        lines = [str(a) for a in self.oob]
+        for r in self.launches:
+            lines += report_lines(r)
+        checked = [r for r in self.launches if r.races is not None]
+        if checked and not self.races and not self.uninitialised:
+            lines.append(f"{len(checked)} launch(es) checked: no race, no uninitialised shared "
+                         "read")
+        nf = [r for r in self.launches if r.nonfinite is not None]
+        if nf and not self.nonfinite:
+            lines.append(f"{len(nf)} launch(es) checked: no op made inf or NaN from finite "
+                         "operands")
+        if not lines:
             return f"{len(self.launches)} launch(es), no out-of-bounds access"
-        return "\n".join(str(a) for a in self.oob)
+        return "\n".join(lines)
 
 
 def set_oob_mode(client: Any, mode: str) -> None:
@@ -101,3 +137,41 @@ def oob_mode(client: Any, mode: str | None) -> Iterator[LaunchResults]:
 def launch_results(client: Any) -> Any:
     """`with launch_results(client) as r:` collects reports (and debug_print lines) only."""
     return oob_mode(client, None)
+
+
+@contextmanager
+def _reports(client: Any, what: str, instruments: Instruments) -> Iterator[LaunchResults]:
+    server = cpu_server(client, what)
+    runner = client.device.runner
+    result = LaunchResults()
+    runner.call(server.push_scope, None, result.launches, instruments)
+    try:
+        yield result
+    finally:
+        runner.call(server.pop_scope)
+        for report in result.launches:
+            if report.prints:
+                print("\n".join(print_lines(report)))
+
+
+def race_report(client: Any) -> Any:
+    """`with race_report(client) as r:` records every global and shared access of the launches
+    in the block (the first 64 cubes of each) and judges them: `r.races` (two units, one
+    element, nothing ordering them, at least one plain write) and `r.uninitialised` (shared
+    reads of elements nobody wrote before). The rules: `cubelab.runtime.cpu.access`."""
+    return _reports(client, "race_report", Instruments(accesses=True))
+
+
+def nonfinite_report(client: Any) -> Any:
+    """`with nonfinite_report(client) as r:` — `r.nonfinite` lists every op of the block's
+    launches that made inf or NaN from finite operands (unit, op, operands, kernel line). WGSL
+    lets a GPU assume floats are finite, so such a kernel is not portable."""
+    return _reports(client, "nonfinite_report", Instruments(nonfinite=True))
+
+
+def set_reports(client: Any, races: bool = False, nonfinite: bool = False,
+                echo: bool = True) -> None:
+    """Judge every launch of this CPU device from now on (`%cubelab races on` uses it): findings
+    are published as `RacesFound` / `NonFiniteMade` events and, with `echo`, printed."""
+    server = cpu_server(client, "set_reports")
+    client.device.runner.call(server.set_reports, races, nonfinite, echo)

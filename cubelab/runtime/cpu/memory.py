@@ -85,12 +85,17 @@ class OobAccess:
     loc: str  # "file.py:12:5"
     line: int
     source: str  # the kernel line, stripped
+    # what then happened: "clamped" (to len - 1, by CheckedIo or the `clamp` mode), "zero" (a
+    # read gave 0), "failed" (`report` mode: the write was dropped and the buffer failed)
+    outcome: str = "zero"
 
     def __str__(self) -> str:
         what = "write" if self.write else "read"
+        then = {"clamped": f"clamped to {self.buffer}[{self.length - 1}]", "zero": "read as 0",
+                "dropped": "dropped", "failed": "dropped"}.get(self.outcome, self.outcome)
         return (f"unit {self.absolute} (cube {self.cube}, unit {self.unit}) {what}s "
-                f"{self.buffer}[{self.index}] but {self.buffer} has {self.length} items — "
-                f"line {self.line}: {self.source}")
+                f"{self.buffer}[{self.index}] but {self.buffer} has {self.length} items "
+                f"({then}) — line {self.line}: {self.source}")
 
 
 OOB_MODES = ("zero", "clamp", "report")

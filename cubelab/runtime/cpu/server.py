@@ -13,7 +13,11 @@ through the runner (so it applies exactly to the launches submitted in between):
   client (`set_oob_mode`) or for a `with oob_mode(client, ...)` block;
 - collecting each launch's `LaunchReport` (OOB accesses, debug_print lines) for such a block;
 - tracing the next launch for chosen units (`cubelab.inspect.trace`), with a separately built,
-  instrumented plan — the ordinary plan carries no tracing code at all.
+  instrumented plan — the ordinary plan carries no tracing code at all;
+- recording the next launch's accesses (`cubelab.inspect.access_map`), and the race and
+  non-finite reports (a `race_report`/`nonfinite_report` block, or `set_reports` per client):
+  again a second plan per KernelId, carrying the instruments of `instruments.py`, built only
+  when one is asked for.
 
 debug_print lines are published as `DebugPrinted`; inside an `oob_mode`/`launch_results` block
 the calling thread prints them when the block ends (so a notebook shows them in the cell that
@@ -39,6 +43,9 @@ from cubelab.ir.printer import print_kernel
 from cubelab.ir.types import Atomic, Ty
 from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import semantics as sem
+from cubelab.runtime.cpu.access import Access, AccessLog, NonFinite, Race, find_races, \
+    find_uninitialised
+from cubelab.runtime.cpu.instruments import Instruments, Recorder
 from cubelab.runtime.cpu.lanes import MAX_LOOP_ITERATIONS, LaunchState
 from cubelab.runtime.cpu.memory import OOB_MODES, Mem, OobAccess
 from cubelab.runtime.cpu.plan import Plan
@@ -52,6 +59,7 @@ from cubelab.runtime.execute_scope import LaunchInfo, fail_buffers
 from cubelab.runtime.server import PipelineEntry, Server
 
 PLANE_SIZE = 32
+MAX_REPORT_CUBES = 64  # cubes a race report records per launch (the first ones)
 
 
 @dataclass(slots=True, eq=False)
@@ -61,6 +69,28 @@ class DebugPrinted(ev.Event):
 
     kernel: str
     lines: tuple[str, ...]
+    total: int
+    launch_seq: int
+
+
+@dataclass(slots=True, eq=False)
+class RacesFound(ev.Event):
+    """CPU runtime, race report on: the races (and uninitialised shared reads) of one launch."""
+
+    kernel: str
+    races: tuple[Race, ...]
+    total: int
+    uninitialised: tuple[Access, ...]
+    launch_seq: int
+
+
+@dataclass(slots=True, eq=False)
+class NonFiniteMade(ev.Event):
+    """CPU runtime, non-finite report on: ops of one launch that made inf/NaN from finite
+    operands."""
+
+    kernel: str
+    records: tuple[NonFinite, ...]
     total: int
     launch_seq: int
 
@@ -76,6 +106,35 @@ class LaunchReport:
     oob_total: int = 0  # may exceed len(oob): at most 1000 accesses are kept per launch
     prints: list[str] = field(default_factory=list)
     prints_total: int = 0
+    # with the race report on (cubes recorded: the first MAX_REPORT_CUBES)
+    races: list[Race] | None = None
+    races_total: int = 0
+    uninitialised: list[Access] = field(default_factory=list)
+    cubes_checked: int = 0
+    # with the non-finite report on
+    nonfinite: list[NonFinite] | None = None
+    nonfinite_total: int = 0
+
+
+def report_lines(report: LaunchReport) -> list[str]:
+    """The race and non-finite findings of a launch, as printed when the reports are on."""
+    lines: list[str] = []
+    k = report.kernel
+    if report.races:
+        lines.append(f"cubelab: {report.races_total} race(s) in `{k}`:")
+        lines += [f"  {r}" for r in report.races[:20]]
+        if report.races_total > 20:
+            lines.append(f"  ... {report.races_total - 20} more")
+    if report.uninitialised:
+        lines.append(f"cubelab: {len(report.uninitialised)} uninitialised shared read(s) in "
+                     f"`{k}`:")
+        lines += [f"  unit {a.unit} reads {a.array}[{a.index}] (cube {a.cube}) in phase "
+                  f"{a.phase}, line {a.line}, but no unit wrote it before"
+                  for a in report.uninitialised[:20]]
+    if report.nonfinite:
+        lines.append(f"cubelab: {report.nonfinite_total} non-finite value(s) made in `{k}`:")
+        lines += [f"  {n}" for n in report.nonfinite[:20]]
+    return lines
 
 
 def print_lines(report: LaunchReport) -> list[str]:
@@ -137,10 +196,15 @@ class CpuServer(Server):
         # (so every item type up to vec4 views it whole)
         self.memory: dict[int, np.ndarray] = {}
         self.oob_mode = "zero"
-        self._scopes: list[tuple[str | None, list[LaunchReport]]] = []
+        self._scopes: list[tuple[str | None, list[LaunchReport], Instruments]] = []
         self._trace_request: tuple[tuple[int, ...], int] | None = None
         self._trace_result: tuple[Tracer, LaunchReport, KernelDefinition] | None = None
         self._traced_plans: dict[KernelId, Plan] = {}
+        self._record_request: tuple[frozenset[int], int] | None = None
+        self._record_result: tuple[AccessLog, LaunchReport, KernelDefinition] | None = None
+        self._instrumented_plans: dict[tuple[KernelId, Instruments], Plan] = {}
+        self.reports = Instruments()  # per device: `set_reports`
+        self.reports_echo = True  # print findings from the device thread (not in a block)
         self._seq = 0
         self._oob_writes: list[OobAccess] = []
         self._bound: dict[tuple[Any, ...], list[Mem]] = {}
@@ -193,6 +257,7 @@ class CpuServer(Server):
 
     def clear_cache(self, reason: str) -> None:
         self._traced_plans.clear()
+        self._instrumented_plans.clear()
         self._bound.clear()
         self._bound_of.clear()
         super().clear_cache(reason)
@@ -206,10 +271,24 @@ class CpuServer(Server):
         _check_mode(mode)
         self.oob_mode = mode
 
-    def push_scope(self, mode: str | None, sink: list[LaunchReport]) -> None:
+    def push_scope(self, mode: str | None, sink: list[LaunchReport],
+                   instruments: Instruments = Instruments()) -> None:
         if mode is not None:
             _check_mode(mode)
-        self._scopes.append((mode, sink))
+        self._scopes.append((mode, sink, instruments))
+
+    def set_reports(self, races: bool, nonfinite: bool, echo: bool = True) -> None:
+        self.reports = Instruments(races, nonfinite)
+        self.reports_echo = echo
+
+    def begin_record(self, cubes: frozenset[int] | None, limit: int) -> None:
+        self._record_request = (cubes if cubes is None else frozenset(cubes), limit)
+        self._record_result = None
+
+    def end_record(self) -> tuple[AccessLog, LaunchReport, KernelDefinition] | None:
+        self._record_request = None
+        out, self._record_result = self._record_result, None
+        return out
 
     def pop_scope(self) -> None:
         self._scopes.pop()
@@ -224,7 +303,7 @@ class CpuServer(Server):
         return out
 
     def current_oob_mode(self) -> str:
-        for mode, _ in reversed(self._scopes):
+        for mode, _, _ in reversed(self._scopes):
             if mode is not None:
                 return mode
         return self.oob_mode
@@ -272,24 +351,73 @@ class CpuServer(Server):
                 self._traced_plans[entry.kernel_id] = traced
             plan = traced
             tracer = Tracer(units, limit)
-        mems = self._bind(definition, plan, bindings)
         mode = self.current_oob_mode()
+        recorder, races = self._recorder(definition, grid, mode) if tracer is None \
+            else (None, False)
+        if recorder is not None:
+            inst = Instruments(recorder.log is not None, recorder.nonfinite is not None)
+            plan = self._instrumented_plans.get((entry.kernel_id, inst))  # type: ignore[assignment]
+            if plan is None:
+                plan = Plan(definition, instruments=inst)
+                self._instrumented_plans[(entry.kernel_id, inst)] = plan
+        mems = self._bind(definition, plan, bindings)
         launch = LaunchState(definition.name, grid, definition.cube_dim, mems, bindings.scalars,
                              oob=mode, plane_size=self.plane_size, launch_seq=self._seq,
                              tracer=tracer, definition=definition,
-                             max_iterations=self.max_loop_iterations)
+                             max_iterations=self.max_loop_iterations, recorder=recorder)
         try:
             plan.run(launch)
         finally:
-            if self._scopes or tracer is not None or launch.reports or launch.prints:
+            if self._scopes or tracer is not None or recorder is not None or launch.reports \
+                    or launch.prints:
                 report = LaunchReport(definition.name, self._seq, mode, launch.reports,
                                       launch.reports_total, launch.prints, launch.prints_total)
-                for _, sink in self._scopes:
+                if recorder is not None:
+                    self._findings(report, recorder, races)
+                for _, sink, _ in self._scopes:
                     sink.append(report)
-                self._oob_writes.extend(a for a in launch.reports if a.write)
+                self._oob_writes.extend(a for a in launch.reports
+                                        if a.write and a.outcome != "clamped")
                 if tracer is not None:
                     self._trace_result = (tracer, report, definition)
                 self._publish(report, launch)
+
+    def _recorder(self, definition: KernelDefinition, grid: tuple[int, int, int],
+                  mode: str) -> tuple[Recorder | None, bool]:
+        """The instruments this launch carries: an access recording (access_map), the race
+        report, the non-finite report — or none (the plain plan runs)."""
+        races = self.reports.accesses or any(i.accesses for _, _, i in self._scopes)
+        nonfinite = self.reports.nonfinite or any(i.nonfinite for _, _, i in self._scopes)
+        request = self._record_request
+        if request is None and not races and not nonfinite:
+            return None, False
+        per = definition.cube_dim[0] * definition.cube_dim[1] * definition.cube_dim[2]
+        total = grid[0] * grid[1] * grid[2]
+        log = None
+        if request is not None:
+            self._record_request = None  # one launch is recorded
+            log = AccessLog(request[0], request[1])
+        elif races:
+            log = AccessLog(None if total <= MAX_REPORT_CUBES
+                            else frozenset(range(MAX_REPORT_CUBES)))
+        rec = Recorder(definition, total * per, per, log, [] if nonfinite else None,
+                       oob_mode=mode)
+        rec.cubes_checked = min(total, MAX_REPORT_CUBES) if races else 0
+        return rec, races and request is None
+
+    def _findings(self, report: LaunchReport, rec: Recorder, races: bool) -> None:
+        if rec.log is not None and not races:
+            self._record_result = (rec.log, report, rec.definition)
+        if races and rec.log is not None:
+            records = rec.log.records()
+            lengths = rec.log.arrays
+            inb = [a for a in records if 0 <= a.index < lengths[a.array].length]
+            report.races, report.races_total = find_races(inb)
+            report.uninitialised = find_uninitialised(inb)
+            report.cubes_checked = rec.cubes_checked
+        if rec.nonfinite is not None:
+            report.nonfinite = rec.nonfinite
+            report.nonfinite_total = rec.nonfinite_total
 
     def _bind(self, definition: KernelDefinition, plan: Plan, bindings: Bindings) -> list[Mem]:
         # Views are cached per (plan, buffers): binding costs ~15 µs, a quarter of a small
@@ -347,6 +475,18 @@ class CpuServer(Server):
             for a in report.oob:
                 self.bus.publish(ev.OobReported(a.kernel, a.buffer, a.index, a.length, a.unit,
                                                 a.cube, a.write, a.loc, report.launch_seq))
+        found = report.races or report.uninitialised or report.nonfinite
+        if found and self.bus.active:
+            if report.races is not None and (report.races or report.uninitialised):
+                self.bus.publish(RacesFound(report.kernel, tuple(report.races),
+                                            report.races_total, tuple(report.uninitialised),
+                                            report.launch_seq))
+            if report.nonfinite:
+                self.bus.publish(NonFiniteMade(report.kernel, tuple(report.nonfinite),
+                                               report.nonfinite_total, report.launch_seq))
+        if found and not self._scopes and self.reports_echo and self.reports:
+            sys.stdout.write("\n".join(report_lines(report)) + "\n")
+            sys.stdout.flush()
 
 
 class OutOfBoundsWrite(CubeError):
