@@ -68,7 +68,7 @@ def test_a_tree_reduction_without_its_barrier_races_naming_both_units_and_lines(
     # step s=2: unit 0 reads sm[2] while unit 2 writes it (its s=4 sum), both after barrier 1
     r = next(r for r in m.races if r.array == "sm" and r.index == 2 and r.cubes == (0, 0))
     assert set(r.units) == {0, 2} and r.lines == (step, step) and r.phase == 1
-    assert "race on sm[2] in phase 1" in str(r)
+    assert "race on sm[2] of cube 0 in phase 1" in str(r)
     # the answer is right anyway: lockstep hides the race
     assert f32.from_bytes(m.client.read_one(m.args[1].handle)).tolist() == [28.0, 92.0]
 

@@ -8,16 +8,17 @@
     inspect.diff(id_a, id_b)                     # "why did this recompile?"
 
 Everything here returns strings, dicts and dataclasses; renderers for notebooks and terminals
-sit on top. Nothing here runs on a device except `trace` (the CPU runtime's step-through, which
-runs a launch for real): these functions define and compile on the calling thread, for looking.
+sit on top. Nothing here runs on a device except `trace` (the CPU runtime's step-through) and
+`access_map` (who touched which cell), which run a launch for real: these functions define and compile on the calling thread, for looking.
 
 This module is the face only; each function lives in a module named for what it holds:
 `instances.py` (source, expand, Kernel instances, KernelIds), `preview.py` (the compile preview,
 through the server's own pipeline), `live.py` (ledgers built from runtime events), `memory.py` (the memory pools as pages and
 slices), `render.py`
-(`view`/`show`), `trace.py` (step-through).
+(`view`/`show`), `trace.py` (step-through), `access_map.py` + `access_svg.py` (access maps).
 """
 
+from cubelab.inspect.access_map import AccessMap, access_map  # seeing units: who touched what
 from cubelab.inspect.instances import (
     default_instance,
     diff,
@@ -37,4 +38,5 @@ from cubelab.inspect.trace import Trace, TraceStep, trace, unit_position
 __all__ = ["expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
            "Compiled", "source", "explain", "default_instance", "instance_from_id",
            "correspondence", "view", "show", "CacheStats", "BufferStates", "LaunchLog", "msl",
-           "trace", "Trace", "TraceStep", "unit_position", "memory_map", "MemoryMap"]
+           "trace", "Trace", "TraceStep", "unit_position", "memory_map", "MemoryMap",
+           "access_map", "AccessMap"]

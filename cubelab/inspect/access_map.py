@@ -27,9 +27,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+import numpy as np
+
 from cubelab.errors import CubeError
 from cubelab.runtime.cpu.access import (
     Access,
+    AccessTable,
     ArrayInfo,
     NonFinite,
     OobRecord,
@@ -50,7 +53,7 @@ CellKey = tuple[str, int, int, int]  # (array, cube or -1 for a global buffer, i
 @dataclass
 class AccessMap:
     kernel: str
-    accesses: list[Access]
+    table: AccessTable  # the accesses as columns; `.accesses` as records
     arrays: dict[str, ArrayInfo]
     cubes: list[int]
     units: list[int]
@@ -68,19 +71,33 @@ class AccessMap:
     races_total: int = field(init=False)
     uninitialised: list[Access] = field(init=False)
     scores: Scores = field(init=False)
+    _accesses: list[Access] | None = field(default=None, init=False, repr=False)
     _cells: dict[CellKey, list[Access]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        inb = [a for a in self.accesses if a.array not in self.arrays
-               or 0 <= a.index < self.arrays[a.array].length]
-        self.races, self.races_total = find_races(inb)
-        self.uninitialised = find_uninitialised(inb)
+        t = self.table
+        # races and uninitialised reads are judged on the cells that exist; an index out of
+        # bounds is an `oob` record (it touched no cell, or cell len-1 after a clamp)
+        lengths = np.array([self.arrays[n].length if n in self.arrays else 2**62
+                            for n in t.names] + [0], dtype=np.int64)
+        inside = (t.index >= 0) & (t.index < lengths[t.array]) if len(t) else \
+            np.zeros(0, dtype=bool)
+        judged = t if inside.all() else t.select(inside)
+        self.races, self.races_total = find_races(judged)
+        self.uninitialised = find_uninitialised(judged)
         dx, dy, dz = self.cube_dim
         per = dx * dy * dz
-        self.scores = unit_scores(self.accesses, [(u, u // per) for u in self.units])
-        top = max((a.phase for a in self.accesses), default=0)
+        self.scores = unit_scores(t, [(u, u // per) for u in self.units])
+        top = int(t.phase.max()) if len(t) else 0
         top = max([top] + [o.phase for o in self.oob])
         self.phases = max(self.phases, top + 1)
+
+    @property
+    def accesses(self) -> list[Access]:
+        """Every recorded access, in execution order (within a unit: program order)."""
+        if self._accesses is None:
+            self._accesses = self.table.records()
+        return self._accesses
 
     @classmethod
     def from_records(cls, accesses: Iterable[Access], arrays: dict[str, ArrayInfo] | None = None,
@@ -101,7 +118,8 @@ class AccessMap:
             for a in acc:
                 per.setdefault(a.cube, set()).add(a.local)
             cube_dim = (max((max(v) + 1 for v in per.values()), default=1), 1, 1)
-        return cls(kernel, acc, infos, cubes, units, list(oob), cube_dim=cube_dim)
+        return cls(kernel, AccessTable.from_records(acc), infos, cubes, units, list(oob),
+                   cube_dim=cube_dim)
 
     # -- questions a teacher asks --------------------------------------------------------------
     def cells(self) -> dict[CellKey, list[Access]]:
@@ -195,7 +213,7 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
     """Run `launcher(client, cube_count, cube_dim, *args)` on the CPU runtime, recording every
     global and shared access of the chosen `cubes` (linear CUBE_POS values or (x, y, z) tuples;
     None: every cube, at most `MAX_CUBES`)."""
-    from cubelab.inspect.trace import _copy_to_cpu
+    from cubelab.inspect.trace import _copy_to_cpu, same_options
     from cubelab.runtime.cpu import cpu_server
 
     if getattr(cube_count, "handle", None) is not None:
@@ -215,16 +233,18 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
             raise ValueError("access_map(..., cubes=[...]) needs at least one cube")
         chosen = sorted(set(chosen))
     copied = False
+    source = client
     if client.name() != "cpu<numpy>":
         client, args = _copy_to_cpu(client, args)
         copied = True
     server = cpu_server(client, "access_map")
     runner = client.device.runner
-    runner.call(server.begin_record, frozenset(chosen), limit)
-    try:
-        launcher(client, cube_count, cube_dim, *args)
-    finally:
-        result = runner.call(server.end_record)
+    with same_options(source, client):
+        runner.call(server.begin_record, frozenset(chosen), limit)
+        try:
+            launcher(client, cube_count, cube_dim, *args)
+        finally:
+            result = runner.call(server.end_record)
     if result is None:
         raise CubeError(
             "the recorded launch did not run (it failed to compile, was gated, skipped, or is a "
@@ -232,7 +252,7 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
     log, report, definition = result
     per = cube_dim.num_units
     units = [c * per + u for c in chosen for u in range(per)]
-    return AccessMap(definition.name, log.records(), dict(log.arrays), chosen, units,
+    return AccessMap(definition.name, log.table(), dict(log.arrays), chosen, units,
                      list(log.oob), 1, cube_dim.as_tuple() if hasattr(cube_dim, "as_tuple")
                      else tuple(cube_dim), list(definition.source_lines), definition.first_line,
                      log.truncated, list(getattr(report, "nonfinite", []) or []), client, copied,

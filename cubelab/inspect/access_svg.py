@@ -11,7 +11,8 @@ element (a 2-D tensor is a grid). In a cell:
 - a thick red border: a race on that element in that phase; an orange dashed border: a shared
   read of an element nobody wrote before (uninitialised);
 - red cells after a gap, past the end of the row: out-of-bounds indices, labelled by the index
-  the kernel computed;
+  the kernel computed and where the access went: `6→5` (clamped to item 5), `6=0` (read as 0),
+  `6✗` (write dropped);
 - with a `unit` chosen, the cells that unit touched are outlined in black and the rest faded.
 
 Every cell is exactly one `<rect class="cell ...">` carrying `data-array`, `data-index`,
@@ -110,6 +111,7 @@ def render(m: "AccessMap", phase: int | None = None, unit: int | None = None) ->
     if m.truncated:
         summary += " · (truncated)"
     s.text(8, s.y, summary, 11, fill="#555")
+    s.width = max(s.width, 16 + int(6.8 * len(summary)))
     s.y += 8
     _legend(s)
     rows = _rows(m)
@@ -235,7 +237,7 @@ def _row(s: _Svg, m: "AccessMap", row: tuple[str, int], p: int, by_cell: Any, ra
                 f'data-phase="{p}" data-cube="{cube}" x="{x}" y="{top}" width="{CELL * 2}" '
                 f'height="{CELL}" fill="{OOB_FILL}" stroke="{RACE}" stroke-width="2">'
                 f"<title>{_esc(title)}</title></rect>")
-            s.text(x + CELL, top + CELL - 6, str(k) if k < 10**6 else f"{k:.1e}", 9,
+            s.text(x + CELL, top + CELL - 6, _oob_label(k, who[0].outcome, length), 9,
                    anchor="middle", fill=RACE)
             x += 2 * CELL + GAP
         if len(idx) > MAX_OOB_CELLS:
@@ -244,6 +246,12 @@ def _row(s: _Svg, m: "AccessMap", row: tuple[str, int], p: int, by_cell: Any, ra
         right = x
     s.width = max(s.width, int(right) + 10)
     s.y = top + max(nlines * (CELL + GAP), 30)
+
+
+def _oob_label(index: int, outcome: str, length: int) -> str:
+    """`6→5` (clamped to 5), `6=0` (read as 0), `6✗` (write dropped): where the access went."""
+    k = str(index) if index < 10**5 else f"{index:.0e}"
+    return {"clamped": f"{k}→{length - 1}", "zero": f"{k}=0"}.get(outcome, f"{k}✗")
 
 
 def _bins(s: _Svg, m: "AccessMap", name: str, cube: int, p: int, length: int) -> None:

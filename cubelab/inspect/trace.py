@@ -24,8 +24,9 @@ iteration (the `scf.for` step before each iteration carries the loop index in `v
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable, Iterator
 
 from cubelab.errors import CubeError
 from cubelab.ir.printer import print_kernel
@@ -149,6 +150,7 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
         if not 0 <= int(u) < total:
             raise ValueError(f"unit {u} is not part of this launch ({total} units: 0..{total - 1})")
     copied = False
+    source = client
     if client.name() != "cpu<numpy>":
         client, args = _copy_to_cpu(client, args)
         copied = True
@@ -157,11 +159,12 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
     if not units_t:
         raise ValueError("trace(..., units=[...]) needs at least one unit")
     runner = client.device.runner
-    runner.call(server.begin_trace, units_t, limit)
-    try:
-        launcher(client, cube_count, cube_dim, *args)
-    finally:
-        result = runner.call(server.end_trace)
+    with same_options(source, client):
+        runner.call(server.begin_trace, units_t, limit)
+        try:
+            launcher(client, cube_count, cube_dim, *args)
+        finally:
+            result = runner.call(server.end_trace)
     if result is None:
         raise CubeError(
             "the traced launch did not run (it failed to compile, was gated, skipped, or is a "
@@ -171,6 +174,25 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
               list(definition.source_lines), definition.first_line, report, tracer.truncated,
               client, copied, unit=units_t[0])
     return t
+
+
+@contextmanager
+def same_options(source: Any, cpu: Any) -> Iterator[None]:
+    """Compile on `cpu` with `source`'s compilation options (the CheckedIo rule) while the
+    block runs: a re-run launch must do what it did where it was issued."""
+    if source is cpu:
+        yield
+        return
+    want = asdict(source.device.server.options)
+    had = asdict(cpu.device.server.options)
+    if want == had:
+        yield
+        return
+    cpu.set_compilation_options(**want)
+    try:
+        yield
+    finally:
+        cpu.set_compilation_options(**had)
 
 
 def _copy_to_cpu(client: Any, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:

@@ -55,6 +55,7 @@ class LaunchState:
     tracer: Tracer | None = None
     definition: KernelDefinition | None = None
     max_iterations: int = MAX_LOOP_ITERATIONS  # per loop execution, then KernelRuntimeError
+    recorder: Any = None  # an instrumented plan's `instruments.Recorder`
 
 
 class Ctx:

@@ -43,6 +43,8 @@ from cubelab.ir import analysis as ir_analysis
 from cubelab.ir.core import Block, KernelDefinition, Op
 from cubelab.runtime.cpu import analysis
 from cubelab.runtime.cpu import steps as _steps  # noqa: F401  (registers every op's builder)
+from cubelab.runtime.cpu.instruments import Instruments, raw_indices
+from cubelab.runtime.cpu.instruments import wrap as instrument
 from cubelab.runtime.cpu.lanes import (
     CHUNK_LANES,
     MAX_LOOP_ITERATIONS,
@@ -64,9 +66,15 @@ class Plan:
     device's limit before it builds a plan (`Server.check_shared_memory`).
     """
 
-    def __init__(self, definition: KernelDefinition, traced: bool = False) -> None:
+    def __init__(self, definition: KernelDefinition, traced: bool = False,
+                 instruments: Instruments | None = None) -> None:
         self.definition = definition
+        self.instruments = instruments if instruments else None
+        # an instrumented plan keeps every value, as a traced one does: its wrappers read the
+        # index each unit computed, before CheckedIo's clamp (`instruments.py`)
+        traced_like = traced or self.instruments is not None
         self.traced = traced
+        self.raw_index = raw_indices(definition)
         self.nvals = analysis.value_count(definition)
         self._buffer_list = [b.value.id for b in definition.buffers]
         self.uniform_ids: set[int] = set()
@@ -76,7 +84,7 @@ class Plan:
                          if op.name == "builtin.read"
                          and op.attrs.get("name") == "local_invocation_index"}
         self.needed = analysis.liveness(definition, self.lane_ids, self.lane_min) \
-            if not traced else None
+            if not traced_like else None
         self.used_results = {o.id for op in definition.walk() for o in op.operands}
         self.written = ir_analysis.written_buffers(definition)
         self.view_loads = analysis.view_loads(definition, self.written)
@@ -85,7 +93,7 @@ class Plan:
         # distinct launch signature and reused, instead of once per chunk: on a small launch
         # they are half of the steps. (The traced plan keeps them as steps, to show them.)
         self.uniform_ops = analysis.uniform_ops(definition, self.needed, self.lane_ids) \
-            if not traced else []
+            if not traced_like else []
         self.uniform_ids = {op.results[0].id for op in self.uniform_ops}
         self._uniform_steps = tuple(self._op(op, 0) for op in self.uniform_ops)
         self._uniform_cache: dict[Any, list[tuple[int, Any]]] = {}
@@ -125,6 +133,8 @@ class Plan:
                 role = "ABSOLUTE_POS" if op.results and op.results[0].id in self.lane_ids \
                     else ""
                 step = _traced(step, op, depth, role)
+            if self.instruments is not None:
+                step = instrument(self, op, step, self.instruments, self.raw_index)
             steps.append(step)
         steps_t = tuple(steps)
 

@@ -409,11 +409,11 @@ class CpuServer(Server):
         if rec.log is not None and not races:
             self._record_result = (rec.log, report, rec.definition)
         if races and rec.log is not None:
-            records = rec.log.records()
-            lengths = rec.log.arrays
-            inb = [a for a in records if 0 <= a.index < lengths[a.array].length]
-            report.races, report.races_total = find_races(inb)
-            report.uninitialised = find_uninitialised(inb)
+            t = rec.log.table()
+            lengths = np.array([rec.log.arrays[n].length for n in t.names] + [0], dtype=np.int64)
+            t = t.select((t.index >= 0) & (t.index < lengths[t.array]))
+            report.races, report.races_total = find_races(t)
+            report.uninitialised = find_uninitialised(t)
             report.cubes_checked = rec.cubes_checked
         if rec.nonfinite is not None:
             report.nonfinite = rec.nonfinite

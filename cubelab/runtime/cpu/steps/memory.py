@@ -106,6 +106,9 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
     # the min step itself is dropped from the plain plan when only indices use it
     min_computed = plan.needed is None or idx in plan.needed
     r = op.result.id
+    # CheckedIo clamped this index: `report` mode still reports the index the kernel computed
+    raw = plan.raw_index[r][0] if op.attrs.get("clamped") else None
+    raw_is_lane = raw in plan.lane_ids
 
     def step(ctx: Ctx, mask: Any) -> None:
         env = ctx.env
@@ -113,6 +116,17 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
         if not isinstance(mem, Mem):
             raise KernelRuntimeError("memory.index on something that is not an array")
         length = mem.length
+        if raw is not None and ctx.launch.oob == "report":
+            asked = ctx.lanes() if raw_is_lane or env[raw] is None else env[raw]
+            over = (asked < 0) | (asked >= length) if asked.dtype.kind == "i" else \
+                asked >= length
+            if over.any():
+                active = full(over, ctx.n) if mask is None else full(over, ctx.n) & mask
+                if active.any():
+                    index = env[idx] if min_computed or bound is None else \
+                        np.minimum(ctx.lanes(), env[bound])
+                    env[r] = Ptr(mem, index, asked, report=active)
+                    return
         if lane_index and mem.kind == "global" and ctx.contiguous:
             s = ctx.start
             if s + ctx.n <= length:
@@ -168,12 +182,15 @@ def report_oob(ctx: Ctx, op: Op, p: Ptr, write: bool) -> None:
         i = loc.line - plan_def.first_line
         if 0 <= i < len(plan_def.source_lines):
             source = plan_def.source_lines[i].strip()
+    # no `bad` lanes: CheckedIo clamped the index (the access went to item len - 1)
+    outcome = "clamped" if p.bad is None else "failed" if write else "zero"
     for li in lanes[:room]:
         li = int(li)
         cube, unit = ctx.coords(li)
         launch.reports.append(OobAccess(
             launch.kernel, p.mem.name, int(orig[li]), p.mem.length, unit, cube,
-            ctx.abs_lane(li), write, str(loc) if loc else "?", loc.line if loc else 0, source))
+            ctx.abs_lane(li), write, str(loc) if loc else "?", loc.line if loc else 0, source,
+            outcome))
 
 
 def gather(ctx: Ctx, p: Ptr) -> np.ndarray:
