@@ -1,6 +1,6 @@
 """CPU runtime throughput and per-launch overhead, against numpy and lavapipe in the same run.
 
-    python benchmarks/cpu_runtime.py [--quick]
+    python benchmarks/cpu_runtime.py [--quick] [--recording]
 
 - saxpy on 4 M floats (1 M vec4 units): the CPU runtime vs numpy computing `a * x + y` directly
   (in place, the way a careful numpy user would), vs the same kernel on wgpu (lavapipe here);
@@ -9,6 +9,11 @@
   `x.reshape(-1, 256).sum(1)` vs wgpu.
 - per-launch fixed overhead: a 4-unit saxpy launched back to back, time per launch (submit +
   run to completion, measured over a sync). Target: <= 100 µs.
+- access recording (issue #14): a 4-cube x 256-unit kernel with 10 accesses per unit launched
+  plainly (recording off: the plain plan runs, so this must match the same figure measured on
+  the code before recording existed — run this file with that checkout on PYTHONPATH for the
+  "before" column), then `inspect.access_map` of the same launch (recording, judging races and
+  scores; target < 0.2 s) and the same launch inside `race_report`.
 
 No timing is asserted anywhere (benchmarks print, tests assert behaviour).
 """
@@ -24,6 +29,8 @@ import numpy as np
 from _common import best_of, table  # noqa: E402  (sets sys.path and XDG_RUNTIME_DIR)
 
 from cubelab import BufferArg, CubeCount, CubeDim, Device, DeviceError  # noqa: E402
+from cubelab import inspect as cl_inspect  # noqa: E402
+from cubelab.prelude import *  # noqa: E402,F403  (the kernel below is written as a student would)
 from cubelab.prelude import f32  # noqa: E402
 from cpu_kernels import block_sum  # noqa: E402
 from kernels import saxpy  # noqa: E402
@@ -124,11 +131,73 @@ def bench_overhead(rows: list[list[Any]]) -> None:
         rows.append(["per-launch overhead (4 units)", name, f"{t * 1e6:.1f} µs / launch", "", ""])
 
 
+@cube(launch=True)  # noqa: F405
+def ten_accesses(x: Slice[f32], out: SliceMut[f32]):  # noqa: F405
+    """4 global reads, a shared write, a barrier, 4 shared reads, a global write per unit."""
+    sm = SharedMemory[f32](256)  # noqa: F405
+    i = ABSOLUTE_POS  # noqa: F405
+    sm[UNIT_POS] = x[i] + x[(i + 1) % x.len()] + x[(i + 2) % x.len()] + x[(i + 3) % x.len()]  # noqa: F405,E501
+    sync_cube()  # noqa: F405
+    acc = f32(0.0)
+    for k in unroll(range(4)):  # noqa: F405
+        acc += sm[(UNIT_POS + k) % 256]  # noqa: F405
+    out[i] = acc
+
+
+def bench_recording(rows: list[list[Any]]) -> None:
+    client = Device.cpu().client()
+    n = 4 * 256
+    x = client.create_from_slice(f32.as_bytes(np.arange(n, dtype=np.float32)))
+    out = client.empty(4 * n)
+    args = (BufferArg.from_raw_parts(x, n), BufferArg.from_raw_parts(out, n))
+    count, dim = CubeCount.Static(4), CubeDim.new_1d(256)
+    launches = 50 if QUICK else 200
+
+    def plain() -> None:
+        for _ in range(launches):
+            ten_accesses.launch(client, count, dim, *args)
+
+    t_off = timed(plain, client, repeats=5) / launches
+    rows.append(["4x256 units, 10 accesses each", "cpu<numpy>, recording off",
+                 f"{t_off * 1e6:.1f} µs / launch", "", ""])
+    if not hasattr(cl_inspect, "access_map"):
+        rows.append(["4x256 units, 10 accesses each", "access_map", "(not in this version)",
+                     "", ""])
+        return
+    from cubelab.runtime.cpu import race_report
+
+    holder: list[Any] = []
+
+    def record() -> None:
+        holder[:] = [cl_inspect.access_map(ten_accesses.launch, client, count, dim, *args)]
+
+    t_map = timed(record, repeats=5)
+    m = holder[0]
+    rows.append(["4x256 units, 10 accesses each",
+                 f"access_map ({len(m.table)} accesses, {len(m.races)} races)",
+                 f"{t_map * 1e3:.1f} ms", "", f"target < 200 ms: {'ok' if t_map < 0.2 else 'MISSED'}"])
+
+    def reported() -> None:
+        with race_report(client):
+            ten_accesses.launch(client, count, dim, *args)
+
+    t_rep = timed(reported, repeats=5)
+    rows.append(["4x256 units, 10 accesses each", "inside race_report",
+                 f"{t_rep * 1e3:.1f} ms / launch", "", f"{t_rep / t_off:.0f}x the plain launch"])
+
+
 def main() -> None:
     rows: list[list[Any]] = []
+    if "--recording" in sys.argv:  # only the access-recording rows (issue #14's before/after)
+        bench_overhead(rows)
+        bench_recording(rows)
+        print(table("CPU runtime: access recording off and on", ["workload", "runs on", "time",
+                                                                   "throughput", "note"], rows))
+        return
     bench_saxpy(rows)
     bench_reduction(rows)
     bench_overhead(rows)
+    bench_recording(rows)
     print(table("CPU runtime vs numpy vs wgpu (same run)",
                 ["workload", "runs on", "time", "throughput", "vs numpy"], rows))
 

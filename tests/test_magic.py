@@ -203,3 +203,42 @@ def twice(v):
     m = r.result.model()
     assert m["kernel_ids"] == [] and "inlined" in r.result.tab_html("IR")
     assert ">expand<" in r.result.tab_html("Expanded")
+
+
+RACY_CELL = '''
+import numpy as np
+from cubelab import Device, BufferArg, CubeCount, CubeDim
+from cubelab.prelude import f32
+from access_kernels import tree_sum_no_sync, divide_by_zero
+c = Device.default().client()
+x = c.create_from_slice(f32.as_bytes(np.arange(16, dtype=np.float32)))
+out = c.create_from_slice(f32.as_bytes(np.zeros(16, dtype=np.float32)))
+tree_sum_no_sync.launch(c, CubeCount.Static(2), CubeDim.new_1d(8),
+                        BufferArg.from_raw_parts(x, 16), BufferArg.from_raw_parts(out, 2))
+divide_by_zero.launch(c, CubeCount.Static(1), CubeDim.new_1d(4),
+                      BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(out, 4))
+'''
+
+
+def test_races_on_prints_the_races_under_the_cell_and_off_stops_it(ip, monkeypatch, capsys):
+    monkeypatch.setenv("CUBELAB_DEVICE", "cpu")
+    ip.run_line_magic("cubelab", "races on")
+    ip.run_line_magic("cubelab", "nonfinite on")
+    capsys.readouterr()
+    assert ip.run_cell(RACY_CELL).success
+    out = capsys.readouterr().out
+    assert "race(s) in `tree_sum_no_sync`" in out and "race on sm[" in out
+    assert "non-finite value(s) made in `divide_by_zero`" in out and "y / f32(0.0)" in out
+    ip.run_line_magic("cubelab", "races off")
+    ip.run_line_magic("cubelab", "nonfinite off")
+    capsys.readouterr()
+    assert ip.run_cell(RACY_CELL).success
+    assert "race" not in capsys.readouterr().out
+
+
+def test_races_on_needs_the_cpu_runtime(ip, monkeypatch, wgpu_client):
+    from IPython.core.error import UsageError
+
+    monkeypatch.setenv("CUBELAB_DEVICE", "wgpu")
+    with pytest.raises(UsageError, match="device cpu"):
+        ip.run_line_magic("cubelab", "races on")
