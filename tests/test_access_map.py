@@ -264,3 +264,14 @@ def test_without_the_nonfinite_report_nothing_is_checked(cpu_client):
         divide_by_zero.launch(cpu_client, CubeCount.Static(1), CubeDim.new_1d(4),
                               BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(out, 4))
     assert result.nonfinite == [] and result.launches[0].nonfinite is None
+
+
+def test_an_access_map_of_a_wgpu_launch_also_names_the_division_by_zero(client):
+    x = f32_buf(client, [1.0, 2.0, 3.0, 4.0])
+    out = f32_buf(client, np.zeros(4))
+    m = inspect.access_map(divide_by_zero.launch, client, CubeCount.Static(1), CubeDim.new_1d(4),
+                           BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(out, 4))
+    line = line_of(divide_by_zero, "y / f32(0.0)")
+    assert sorted((n.unit, n.op, n.result, n.line) for n in m.nonfinite) == \
+        [(u, "arith.div", "inf", line) for u in range(4)]
+    assert "non-finite: unit 0: arith.div(2.0, 0.0) made inf" in m.report()

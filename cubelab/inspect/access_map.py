@@ -7,6 +7,7 @@
     m.uninitialised   # shared reads of elements nobody wrote before (Access records)
     m.oob             # [OobRecord(array, index, length, unit, line, outcome)] — index as computed
     m.scores          # per unit: global/shared reads/writes; .max(), .total(), .table()
+    m.nonfinite       # ops that made inf/NaN from finite operands (unit, op, line)
     m.to_svg()        # one standalone SVG (the notebook shows it through _repr_html_)
     m.who_touched("sm", 3, phase=1, cube=0); m.touched_by(unit=5)
 
@@ -209,10 +210,12 @@ class AccessMap:
 
 
 def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
-               cubes: Iterable[Any] | None = None, limit: int = 1_000_000) -> AccessMap:
+               cubes: Iterable[Any] | None = None, limit: int = 1_000_000,
+               nonfinite: bool = True) -> AccessMap:
     """Run `launcher(client, cube_count, cube_dim, *args)` on the CPU runtime, recording every
     global and shared access of the chosen `cubes` (linear CUBE_POS values or (x, y, z) tuples;
-    None: every cube, at most `MAX_CUBES`)."""
+    None: every cube, at most `MAX_CUBES`), and (`nonfinite`) every op that made inf or NaN
+    from finite operands (`.nonfinite`)."""
     from cubelab.inspect.trace import _copy_to_cpu, same_options
     from cubelab.runtime.cpu import cpu_server
 
@@ -240,7 +243,7 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
     server = cpu_server(client, "access_map")
     runner = client.device.runner
     with same_options(source, client):
-        runner.call(server.begin_record, frozenset(chosen), limit)
+        runner.call(server.begin_record, frozenset(chosen), limit, nonfinite)
         try:
             launcher(client, cube_count, cube_dim, *args)
         finally:

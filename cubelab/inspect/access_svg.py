@@ -115,6 +115,11 @@ def render(m: "AccessMap", phase: int | None = None, unit: int | None = None) ->
     s.y += 8
     _legend(s)
     rows = _rows(m)
+    if len(m.cubes) > MAX_CUBES and any(i.space == "shared" for i in m.arrays.values()):
+        s.y += 16
+        s.text(8, s.y, f"shared memory drawn for cubes {m.cubes[:MAX_CUBES]} only; the other "
+               f"{len(m.cubes) - MAX_CUBES} recorded cubes are in the data (and the findings)",
+               11, fill="#a60")
     for p in phases:
         s.y += 22
         head = ("before the first barrier" if p == 0 else f"after barrier {p}")

@@ -200,7 +200,7 @@ class CpuServer(Server):
         self._trace_request: tuple[tuple[int, ...], int] | None = None
         self._trace_result: tuple[Tracer, LaunchReport, KernelDefinition] | None = None
         self._traced_plans: dict[KernelId, Plan] = {}
-        self._record_request: tuple[frozenset[int], int] | None = None
+        self._record_request: tuple[frozenset[int] | None, int, bool] | None = None
         self._record_result: tuple[AccessLog, LaunchReport, KernelDefinition] | None = None
         self._instrumented_plans: dict[tuple[KernelId, Instruments], Plan] = {}
         self.reports = Instruments()  # per device: `set_reports`
@@ -281,8 +281,9 @@ class CpuServer(Server):
         self.reports = Instruments(races, nonfinite)
         self.reports_echo = echo
 
-    def begin_record(self, cubes: frozenset[int] | None, limit: int) -> None:
-        self._record_request = (cubes if cubes is None else frozenset(cubes), limit)
+    def begin_record(self, cubes: frozenset[int] | None, limit: int,
+                     nonfinite: bool = False) -> None:
+        self._record_request = (cubes if cubes is None else frozenset(cubes), limit, nonfinite)
         self._record_result = None
 
     def end_record(self) -> tuple[AccessLog, LaunchReport, KernelDefinition] | None:
@@ -397,6 +398,7 @@ class CpuServer(Server):
         if request is not None:
             self._record_request = None  # one launch is recorded
             log = AccessLog(request[0], request[1])
+            nonfinite = nonfinite or request[2]
         elif races:
             log = AccessLog(None if total <= MAX_REPORT_CUBES
                             else frozenset(range(MAX_REPORT_CUBES)))
