@@ -90,3 +90,22 @@ def ten_accesses(x: Slice[f32], out: SliceMut[f32]):
     for k in unroll(range(4)):
         acc += sm[(UNIT_POS + k) % 256]
     out[i] = acc
+
+
+@cube(launch=True)
+def conv3_no_edge_guard(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):
+    """conv3 without `if i + k < a.len()`: the last units of the last cube read halo cells that
+    no unit loaded (uninitialised shared memory: zero on WGSL, garbage on CUDA)."""
+    sm = SharedMemory[f32](10)
+    i = ABSOLUTE_POS
+    if i < a.len():
+        sm[UNIT_POS] = a[i]
+    if UNIT_POS < 2:
+        if i + 8 < a.len():
+            sm[UNIT_POS + 8] = a[i + 8]
+    sync_cube()
+    if i < a.len():
+        acc = f32(0.0)
+        for k in unroll(range(3)):
+            acc += sm[UNIT_POS + k] * b[k]
+        out[i] = acc

@@ -275,3 +275,22 @@ def test_an_access_map_of_a_wgpu_launch_also_names_the_division_by_zero(client):
     assert sorted((n.unit, n.op, n.result, n.line) for n in m.nonfinite) == \
         [(u, "arith.div", "inf", line) for u in range(4)]
     assert "non-finite: unit 0: arith.div(2.0, 0.0) made inf" in m.report()
+
+
+def test_reading_halo_cells_nobody_loaded_is_an_uninitialised_read(client):
+    from access_kernels import conv3_no_edge_guard
+
+    a = f32_buf(client, np.arange(16))
+    b = f32_buf(client, [1.0, 2.0, 3.0])
+    out = f32_buf(client, np.zeros(16))
+    m = inspect.access_map(conv3_no_edge_guard.launch, client, CubeCount.Static(2),
+                           CubeDim.new_1d(8), BufferArg.from_raw_parts(a, 16),
+                           BufferArg.from_raw_parts(b, 3), BufferArg.from_raw_parts(out, 16))
+    got = sorted((u.cube, u.unit, u.index, u.phase) for u in m.uninitialised)
+    # cube 1 loads a[8..16) only: sm[8], sm[9] (a[16], a[17]) were never written
+    assert got == [(1, 14, 8, 1), (1, 15, 8, 1), (1, 15, 9, 1)]
+    assert not m.races
+    root = ET.fromstring(m.to_svg())
+    marked = {(e.get("data-cube"), e.get("data-index")) for e in root.iter(f"{SVG}rect")
+              if "uninitialised" in e.get("class", "").split()}
+    assert marked == {("1", "8"), ("1", "9")}
