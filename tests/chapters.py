@@ -88,8 +88,8 @@ def solutions(stem: str) -> dict[str, str]:
 
 def all_solutions() -> dict[str, str]:
     out: dict[str, str] = {}
-    for nb in CHAPTERS:
-        out.update(solutions(nb.stem))
+    for path in sorted(SOLUTIONS.glob("*.py")):
+        out.update(solutions(path.stem))
     return out
 
 

@@ -7,7 +7,8 @@
 
 Every exercise lives in a chapter module (`ch01.py` ... `ch08.py`, `puzzles.py`) as data, under a
 stable key `"<module>.<name>"`; `get(key)` imports that module on first use. The kinds — predict
-a count, predict a KernelId diff, which buffers end failed, fix or write a kernel — are in
+a count, predict a value, predict a KernelId diff, which buffers end failed, fix or write a
+kernel — are in
 `kinds.py`; the result and the rules every check keeps are in `base.py`; the notebook
 convention (three cells per exercise, solutions in `notebooks/solutions/`) in
 `docs/exercises.md`. The first wave's `HOW_MANY_COMPILES` and `HOW_MANY_SKIPPED` (shown by
@@ -23,12 +24,13 @@ import re
 from cubelab.exercises.base import Exercise, Result, Status, grading_client, results
 from cubelab.exercises.kinds import (CallsExercise, CountExercise, FailedBuffersExercise,
                                      KernelExercise, KernelIdDiffExercise, RunReport,
-                                     count_compiles, names_of, record_run)
+                                     ValueExercise, count_compiles, names_of, record_run)
 
 __all__ = ["get", "register", "keys", "chapter_modules", "EXERCISES", "Exercise", "Result",
-           "Status", "Verdict", "RunReport", "CountExercise", "KernelIdDiffExercise",
-           "FailedBuffersExercise", "CallsExercise", "KernelExercise", "record_run",
-           "count_compiles", "compile_count_exercise", "grading_client", "results", "names_of",
+           "Status", "Verdict", "RunReport", "CountExercise", "ValueExercise",
+           "KernelIdDiffExercise", "FailedBuffersExercise", "CallsExercise", "KernelExercise",
+           "record_run", "count_compiles", "compile_count_exercise", "grading_client", "results",
+           "names_of",
            "HOW_MANY_COMPILES", "HOW_MANY_SKIPPED"]
 
 Verdict = Result  # the first wave's name for a check's outcome

@@ -109,7 +109,11 @@ class Result:
         except ImportError:  # ipywidgets missing: the static verdict is still the whole answer
             display({"text/html": self._repr_html_(), "text/plain": str(self)}, raw=True)
             return
-        display(ExerciseView(self))
+        # the widget for a live front end, the verdict as HTML and text for everything else
+        # (a notebook rendered on GitHub, nbconvert, a terminal front end)
+        bundle = dict(ExerciseView(self).widget._repr_mimebundle_())
+        bundle.update({"text/plain": str(self), "text/html": self._repr_html_()})
+        display(bundle, raw=True)
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 - `CountExercise`      predict a count (compiles, cache hits, skipped launches, flushes ...):
                        runs the launches on a cleared cache and counts events (`RunReport`).
+- `ValueExercise`      predict a value a real run produces (what a kernel writes, which thread
+                       a step ran on ...): `value(client)` runs it and returns the value.
 - `KernelIdDiffExercise` predict which KernelId fields differ between two launches: runs both
                        and diffs the KernelIds the launches really issued.
 - `FailedBuffersExercise` predict which buffers end failed: runs a program, then asks the
@@ -27,8 +29,9 @@ import numpy as np
 from cubelab.exercises.base import Exercise, Result
 from cubelab.runtime import events as ev
 
-__all__ = ["RunReport", "record_run", "count_compiles", "CountExercise", "KernelIdDiffExercise",
-           "FailedBuffersExercise", "CallsExercise", "KernelExercise", "names_of"]
+__all__ = ["RunReport", "record_run", "count_compiles", "CountExercise", "ValueExercise",
+           "KernelIdDiffExercise", "FailedBuffersExercise", "CallsExercise", "KernelExercise",
+           "names_of"]
 
 Launch = Callable[[Any], Any]
 
@@ -143,6 +146,41 @@ class CountExercise(Exercise):
                                expected=expected, report=report)
         return self._wrong(answer, f"{answer} is not what the run did.", expected=expected,
                            report=report)
+
+
+# -- predict a value ----------------------------------------------------------------------------
+
+@dataclass
+class ValueExercise(Exercise):
+    """"What does this produce?" — `value(client)` makes the real run and returns its value (a
+    number, a list, a word); the answer must equal it (sequences item by item, words without
+    regard to case or surrounding spaces)."""
+
+    code: str = ""
+    value: Callable[[Any], Any] = lambda c: None
+    explanation: str = ""
+
+    @staticmethod
+    def same(answer: Any, expected: Any) -> bool:
+        if isinstance(expected, str):
+            return isinstance(answer, str) and answer.strip().lower() == expected.lower()
+        if isinstance(answer, str) or isinstance(answer, bool) != isinstance(expected, bool):
+            return False
+        try:
+            a, e = np.asarray(answer), np.asarray(expected)
+        except (TypeError, ValueError):
+            return bool(answer == expected)
+        if a.dtype == object or a.shape != e.shape:
+            return False
+        return bool(np.array_equal(a, e))
+
+    def _check(self, answer: Any, client: Any) -> Result:
+        expected = self.value(client)
+        if self.same(answer, expected):
+            shown = expected.tolist() if isinstance(expected, np.ndarray) else expected
+            return self._right(answer, f"{shown}. {self.explanation}".strip(), expected=expected)
+        return self._wrong(answer, f"{answer!r} is not what the run produced.",
+                           expected=expected)
 
 
 # -- predict a KernelId diff ----------------------------------------------------------------------
