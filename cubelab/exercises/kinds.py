@@ -236,8 +236,11 @@ class KernelIdDiffExercise(Exercise):
         strangers = sorted(names - known)
         if names == expected:
             what = ", ".join(sorted(expected)) or "nothing: the same KernelId, a cache hit"
+            fa, fb = a.fields(), b.fields()
+            details = "\n".join(f"{k}: {fa.get(k, '-')} -> {fb.get(k, '-')}"
+                                 for k in dict.fromkeys([*fa, *fb]) if fa.get(k) != fb.get(k))
             return self._right(answer, f"{what}. {self.explanation}".strip(), expected=expected,
-                               details=f"first:  {a.debug()}\nsecond: {b.debug()}")
+                               details=details)
         if strangers:
             hint = (f"{', '.join(strangers)} is not a field of this KernelId: it holds the "
                     f"kernel type, address type, cube_dim, execution mode and the Info "
