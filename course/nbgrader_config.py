@@ -2,9 +2,9 @@
 
     cubelab course build                        # from the repository root: course/source/<chapter>/
     cd course
-    nbgrader generate_assignment 01_cube_kernels    # → release/ (solutions cut, cells locked)
-    nbgrader autograde 01_cube_kernels              # submitted/<student>/… → autograded/
-    nbgrader generate_feedback 01_cube_kernels      # → feedback/<student>/…/*.html
+    nbgrader generate_assignment 01_first_kernels    # → release/ (solutions cut, cells locked)
+    nbgrader autograde 01_first_kernels              # submitted/<student>/… → autograded/
+    nbgrader generate_feedback 01_first_kernels      # → feedback/<student>/…/*.html
 
 docs/classroom.md walks through releasing, collecting and grading on a JupyterHub.
 """
