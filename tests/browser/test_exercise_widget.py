@@ -1,0 +1,78 @@
+"""The real-browser test of a chapter's exercise: JupyterLab opens chapter 1 as committed, runs
+every cell, and a student answers exercise 1.2 through its widget — types into the answer box,
+clicks "Check" — and sees the real run accept it.
+
+It reuses `test_jupyterlab.py`'s JupyterLab fixture and helpers (same recipe: Debian chromium
+through Playwright, JupyterLab in its own process group, throw-away settings) and uploads the
+chapter through the contents API. Skips without a browser, except in CI where that fails.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+from test_jupyterlab import ALL_RAN, ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, RUN_ALL, lab  # noqa: F401
+
+CHAPTER = Path(__file__).resolve().parents[2] / "notebooks" / "01_first_kernels.ipynb"
+KEY = "ch01.units_in_a_launch"
+
+
+def _upload(base: str, token: str) -> int:
+    """Put the chapter into the server's root; return its number of code cells."""
+    nb = json.loads(CHAPTER.read_text())
+    body = json.dumps({"type": "notebook", "format": "json", "content": nb}).encode()
+    req = urllib.request.Request(f"{base}/api/contents/{CHAPTER.name}?token={token}", data=body,
+                                 method="PUT", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30):
+        pass
+    return sum(1 for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def test_a_student_answers_a_chapter_exercise_through_its_widget(lab):  # noqa: F811
+    from playwright.sync_api import expect, sync_playwright
+
+    base, token = lab
+    code_cells = _upload(base, token)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1800})
+        try:
+            page.goto(f"{base}/lab/tree/{CHAPTER.name}?token={token}")
+            page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            page.evaluate(RUN_ALL, 60_000)
+            page.wait_for_function(ALL_RAN, arg=code_cells, timeout=180_000)
+            expect(page.locator(".jp-OutputArea-output", has_text="Traceback")).to_have_count(0)
+
+            # as committed, every exercise says "not answered yet"
+            views = page.locator(".cubelab-exercise")
+            expect(views).to_have_count(4, timeout=30_000)
+            expect(page.locator(".cubelab-exercise-result[data-status='unanswered']")) \
+                .to_have_count(4)
+
+            view = page.locator(".cubelab-exercise", has=page.locator(
+                f".cubelab-exercise-result[data-key='{KEY}']"))
+            box = view.locator(".cubelab-exercise-answer input")
+            check = view.locator("button.cubelab-exercise-check")
+
+            # a wrong answer first: rejected, with a hint
+            box.fill("24")
+            check.click()
+            verdict = view.locator(".cubelab-exercise-result")
+            expect(verdict).to_have_attribute("data-status", "wrong", timeout=30_000)
+            expect(verdict).to_contain_text("Hint")
+
+            # then the right one: the check launches count_units for real and accepts it
+            box.fill("48")
+            check.click()
+            expect(verdict).to_have_attribute("data-status", "correct", timeout=30_000)
+            expect(verdict).to_contain_text("48")
+            view.screenshot(path=str(ARTIFACTS / "exercise_widget_correct.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "exercise_failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
