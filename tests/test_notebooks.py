@@ -15,6 +15,8 @@ takes is measured by benchmarks/notebooks.py, not asserted here.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from chapters import CHAPTERS, exercise_cells, read_results, results_cell, solutions
@@ -27,6 +29,21 @@ RUNTIMES = ["cpu", "wgpu"]
 
 def test_there_are_chapters():
     assert CHAPTERS, "notebooks/ is empty"
+
+
+# CJK ideographs, kana and hangul, and full-width punctuation: they render as boxes on machines
+# without those fonts, and the course is in English.
+CJK = re.compile("[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+                 "\uff00-\uffef]")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_chapter_is_in_english_and_has_at_least_three_exercises(path):
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        found = CJK.findall(cell.source)
+        assert not found, f"{path.name} cell {i} has CJK characters {found[:5]}"
+    assert len(exercise_cells(nb, path.name)) >= 3, f"{path.name} has fewer than 3 exercises"
 
 
 def execute(path, runtime, request, monkeypatch, solved=False):  # type: ignore[no-untyped-def]
