@@ -67,7 +67,8 @@ print(json.dumps({"name": client.name(), "lat": lat}))
 
 
 def run(runtime: str, procs: int, seconds: float, lp_threads: str | None) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     if lp_threads:
         env["LP_NUM_THREADS"] = lp_threads
     else:

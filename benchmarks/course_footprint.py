@@ -60,7 +60,8 @@ def run_course(runtime: str, chapters: list[Path]) -> list[list[Any]]:
     import psutil
     from jupyter_client.manager import KernelManager
 
-    env = dict(os.environ, CUBELAB_DEVICE=runtime, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, CUBELAB_DEVICE=runtime, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     km = KernelManager(kernel_name="python3")
     km.start_kernel(env=env, cwd=str(ROOT / "notebooks"))
     kc = km.client()
