@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
-from cubelab.compiler.info import InfoLayout
-from cubelab.ir.core import OPS, KernelDefinition, Loc, Op
+from cubelab.compiler.info import InfoLayout, static_meta_index_of_rank
+from cubelab.ir.core import OPS, KernelDefinition, Loc, Op, Value
 
 
 @dataclass
@@ -64,3 +64,74 @@ def lowerings(emitter: type) -> dict[str, Callable[[Any, Op], None]]:
         if method is not None:
             table[name] = method
     return table
+
+
+class InfoSlots:
+    """Where an argument's metadata sits in the info block's `static_meta` (the layout of
+    `compiler/info.py`), for the emitters: a buffer's length, and a tensor's rank — its offset
+    into `dynamic_meta` is the slot after it."""
+
+    def __init__(self, kernel: KernelDefinition, layout: InfoLayout) -> None:
+        self._length = {b.value.id: i for i, b in enumerate(kernel.buffers)}
+        self._rank = {b.value.id: static_meta_index_of_rank(layout, t)
+                      for t, b in enumerate(kernel.tensors())}
+
+    def length(self, op: Op) -> int:
+        """The slot of the length of `op`'s operand 0, a buffer argument."""
+        slot = self._length.get(op.operands[0].id)
+        if slot is None:
+            raise CodegenError(f"{op.name} on a value that is not a buffer argument")
+        return slot
+
+    def rank(self, op: Op) -> int:
+        """The slot of the rank of `op`'s operand 0, a tensor argument."""
+        slot = self._rank.get(op.operands[0].id)
+        if slot is None:
+            raise CodegenError(f"{op.name} on a value that is not a tensor argument")
+        return slot
+
+
+class InfoReads:
+    """The ops that read the info block (`info.scalar`, `buffer.len`, `tensor.rank/shape/
+    stride`), written once for the C-family targets: where each value sits is the layout's rule
+    (`InfoSlots`, `compiler/info.py`), and a target only says how it spells the block
+    (`info_prefix`), its dynamic metadata (`dynamic_meta_array`), a bool test (`nonzero`) and,
+    if not by name, a value operand (`operand`)."""
+
+    slots: InfoSlots
+    info_prefix: str  # "info." (WGSL) or "info_v41." (MSL's reference to the block)
+    dynamic_meta_array: str  # "info.dynamic_meta" (WGSL) or MSL's pointer past the struct
+    nonzero: str  # how a u32 info word becomes a bool: WGSL " != 0u", MSL " != 0"
+
+    def operand(self, v: Value) -> str:
+        return v.name
+
+    def let(self, op: Op, expr: str) -> None:
+        raise NotImplementedError
+
+    def _static_meta(self, slot: int) -> str:
+        return f"{self.info_prefix}static_meta[{slot}]"
+
+    def dynamic_meta(self, index: str) -> str:
+        return f"{self.dynamic_meta_array}[{index}]"
+
+    def op_info_scalar(self, op: Op) -> None:
+        elem, idx = op.attrs["elem"], op.attrs["index"]
+        expr = f"{self.info_prefix}scalars_{elem}[{idx}]"
+        self.let(op, f"{expr}{self.nonzero}" if elem == "bool" else expr)
+
+    def op_buffer_len(self, op: Op) -> None:
+        self.let(op, self._static_meta(self.slots.length(op)))
+
+    def op_tensor_rank(self, op: Op) -> None:
+        self.let(op, self._static_meta(self.slots.rank(op)))
+
+    def op_tensor_shape(self, op: Op) -> None:
+        at = self.slots.rank(op)  # shape(d) = dynamic_meta[offset + d]
+        self.let(op, self.dynamic_meta(
+            f"{self._static_meta(at + 1)} + {self.operand(op.operands[1])}"))
+
+    def op_tensor_stride(self, op: Op) -> None:
+        at = self.slots.rank(op)  # stride(d) = dynamic_meta[offset + rank + d]
+        self.let(op, self.dynamic_meta(f"{self._static_meta(at + 1)} + {self._static_meta(at)} + "
+                                       f"{self.operand(op.operands[1])}"))

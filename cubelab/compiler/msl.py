@@ -54,7 +54,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
-from cubelab.compiler.base import CodegenError, CompiledSource, lowerings
+from cubelab.compiler.base import CodegenError, CompiledSource, InfoReads, InfoSlots, lowerings
 from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, MATH_SAME, REMAINDER, UNARY
 from cubelab.compiler.info import info_layout
 from cubelab.ir.analysis import all_ops, buffer_io, max_value_id
@@ -196,7 +196,7 @@ class _Scope:
     names: dict[tuple[object, ...], str] = field(default_factory=dict)
 
 
-class _Emitter:
+class _Emitter(InfoReads):
     def __init__(self, kernel: KernelDefinition) -> None:
         self.kernel = kernel
         self.info = info_layout(kernel)
@@ -214,8 +214,7 @@ class _Emitter:
         self.whole: set[int] = set()  # vectors defined as a whole (loads, arguments, ...)
         self.scopes: list[_Scope] = [_Scope()]
         self.builtins: dict[str, str] = {}  # Metal attribute -> parameter name
-        self.meta_index = {b.value.id: i for i, b in enumerate(kernel.buffers)}
-        self.tensor_index = {b.value.id: i for i, b in enumerate(kernel.tensors())}
+        self.slots = InfoSlots(kernel, self.info)
         written = _written_buffers(kernel, ops)
         for b in kernel.buffers:
             self.ptr_space[b.value.id] = ("device", b.value.id not in written)
@@ -223,6 +222,7 @@ class _Emitter:
         self.info_ptr = self.fresh()
         self.info_ref = f"info_{self.fresh()}"
         self.dyn_meta = f"dynamic_meta_{self.fresh()}"
+        self.info_prefix, self.dynamic_meta_array = f"{self.info_ref}.", self.dyn_meta
         self.loc: Loc | None = None
 
     # -- names and lines ----------------------------------------------------------------------
@@ -385,19 +385,14 @@ class _Emitter:
         target = _SCALAR[ty.elem]
         self.elementwise(op, lambda a: f"{target}({a[0]})")
 
-    def op_math_unary(self, op: Op) -> None:
+    def _math(self, op: Op) -> None:
         fn = op.attrs["fn"]
-        name = _MATH.get(fn)
+        name = (_MATH if op.name == "math.unary" else _MATH2).get(fn)
         if name is None:
             raise CodegenError(f"math function {fn!r} has no MSL lowering")
-        self.elementwise(op, lambda a: f"{name}({a[0]})")
+        self.elementwise(op, lambda a: f"{name}({', '.join(a)})")
 
-    def op_math_binary(self, op: Op) -> None:
-        fn = op.attrs["fn"]
-        name = _MATH2.get(fn)
-        if name is None:
-            raise CodegenError(f"math function {fn!r} has no MSL lowering")
-        self.elementwise(op, lambda a: f"{name}({a[0]}, {a[1]})")
+    op_math_unary = op_math_binary = _math
 
     def op_math_fma(self, op: Op) -> None:
         self.elementwise(op, lambda a: f"fma({a[0]}, {a[1]}, {a[2]})")
@@ -416,36 +411,12 @@ class _Emitter:
         param = self.builtin(attr)
         self.let(op, f"uint32_t({param})" if index is None else f"{param}[{index}]")
 
-    def op_info_scalar(self, op: Op) -> None:
-        elem, idx = op.attrs["elem"], op.attrs["index"]
-        expr = f"{self.info_ref}.scalars_{elem}[{idx}]"
-        self.let(op, f"{expr} != 0" if elem == "bool" else expr)
+    # info.scalar, buffer.len, tensor.*: compiler.base.InfoReads, spelled for MSL (the prefix
+    # and the dynamic_meta pointer are fresh names, set in __init__)
+    nonzero = " != 0"
 
-    def op_buffer_len(self, op: Op) -> None:
-        base = op.operands[0]
-        if base.id not in self.meta_index:
-            raise CodegenError("buffer.len on a value that is not a buffer argument")
-        self.let(op, f"{self.info_ref}.static_meta[{self.meta_index[base.id]}]")
-
-    def _tensor_meta_at(self, op: Op) -> int:
-        base = op.operands[0]
-        if base.id not in self.tensor_index:
-            raise CodegenError(f"{op.name} on a value that is not a tensor argument")
-        return len(self.kernel.buffers) + 2 * self.tensor_index[base.id]
-
-    def op_tensor_rank(self, op: Op) -> None:
-        self.let(op, f"{self.info_ref}.static_meta[{self._tensor_meta_at(op)}]")
-
-    def op_tensor_shape(self, op: Op) -> None:
-        at = self._tensor_meta_at(op)
-        axis = self.value(op.operands[1])
-        self.let(op, f"{self.dyn_meta}[{self.info_ref}.static_meta[{at + 1}] + {axis}]")
-
-    def op_tensor_stride(self, op: Op) -> None:
-        at = self._tensor_meta_at(op)
-        axis = self.value(op.operands[1])
-        self.let(op, f"{self.dyn_meta}[{self.info_ref}.static_meta[{at + 1}] + "
-                     f"{self.info_ref}.static_meta[{at}] + {axis}]")
+    def operand(self, v: Value) -> str:
+        return self.value(v)
 
     def op_memory_index(self, op: Op) -> None:
         base, index = op.operands

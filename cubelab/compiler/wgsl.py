@@ -30,7 +30,7 @@ import math
 import struct
 from typing import Callable
 
-from cubelab.compiler.base import CodegenError, CompiledSource, lowerings
+from cubelab.compiler.base import CodegenError, CompiledSource, InfoReads, InfoSlots, lowerings
 from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, MATH_SAME, REMAINDER, UNARY
 from cubelab.compiler.info import info_layout
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op
@@ -92,7 +92,7 @@ def wgsl_literal(value: object, ty: Ty) -> str:
     return s if ty.width == 1 else f"{wgsl_type(ty)}({s})"
 
 
-class _Emitter:
+class _Emitter(InfoReads):
     """Writes one kernel's body: `op(op)` dispatches to the `op_<dialect>_<name>` method of
     each IR op (as `msl.py` does), at the current indent depth."""
 
@@ -103,8 +103,7 @@ class _Emitter:
         self.depth = 1
         self.place: dict[int, str] = {}  # pointer value id -> WGSL place expression
         self.info = info_layout(kernel)
-        self.meta_index = {b.value.id: i for i, b in enumerate(kernel.buffers)}
-        self.tensor_index = {b.value.id: i for i, b in enumerate(kernel.tensors())}
+        self.slots = InfoSlots(kernel, self.info)
         self.shared_names: dict[int, str] = {}
         self.uses_subgroups = False
         for op in kernel.walk():
@@ -231,35 +230,8 @@ class _Emitter:
     def op_builtin_read(self, op: Op) -> None:
         self.let(op, _BUILTINS[op.attrs["name"]])
 
-    def op_info_scalar(self, op: Op) -> None:
-        elem, idx = op.attrs["elem"], op.attrs["index"]
-        expr = f"info.scalars_{elem}[{idx}]"
-        self.let(op, f"{expr} != 0u" if elem == "bool" else expr)
-
-    def op_buffer_len(self, op: Op) -> None:
-        base = op.operands[0]
-        if base.id not in self.meta_index:
-            raise CodegenError("buffer.len on a value that is not a buffer argument")
-        self.let(op, f"info.static_meta[{self.meta_index[base.id]}]")
-
-    def _tensor_at(self, op: Op) -> int:
-        """Where this tensor's rank sits in static_meta (its dynamic_meta offset follows)."""
-        base = op.operands[0]
-        if base.id not in self.tensor_index:
-            raise CodegenError(f"{op.name} on a value that is not a tensor argument")
-        return len(self.kernel.buffers) + 2 * self.tensor_index[base.id]
-
-    def op_tensor_rank(self, op: Op) -> None:
-        self.let(op, f"info.static_meta[{self._tensor_at(op)}]")
-
-    def op_tensor_shape(self, op: Op) -> None:
-        at = self._tensor_at(op)
-        self.let(op, f"info.dynamic_meta[info.static_meta[{at + 1}] + {op.operands[1].name}]")
-
-    def op_tensor_stride(self, op: Op) -> None:
-        at = self._tensor_at(op)
-        self.let(op, f"info.dynamic_meta[info.static_meta[{at + 1}] + "
-                     f"info.static_meta[{at}] + {op.operands[1].name}]")
+    # info.scalar, buffer.len, tensor.*: compiler.base.InfoReads, spelled for WGSL
+    info_prefix, dynamic_meta_array, nonzero = "info.", "info.dynamic_meta", " != 0u"
 
     # -- memory -------------------------------------------------------------------------------
     def op_memory_index(self, op: Op) -> None:
