@@ -120,3 +120,16 @@ def test_wgsl_refuses_an_op_it_does_not_know():
 def test_types_print_like_wgsl():
     assert str(F32.with_width(4)) == "vec4<f32>"
     assert str(Array(U32, 8)) == "array<u32, 8>"
+
+
+def test_the_printers_line_map_names_exactly_the_lines_it_comments_with_their_source_line():
+    """One layout, two readers: the CPU runtime's line map (`print_kernel_mapped`) and the
+    inspector's `// line N` comments must point at the same printed lines."""
+    from cubelab.ir.printer import print_kernel_mapped
+    from kernel_instances import core_and_zoo_instances
+
+    for name, k in core_and_zoo_instances():
+        text, line_map = print_kernel_mapped(k.define())
+        commented = {i: int(ln.rsplit("// line ", 1)[1])
+                     for i, ln in enumerate(text.splitlines(), 1) if "// line " in ln}
+        assert {i: loc.line for i, loc in line_map.items()} == commented, name

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from cubelab.ir.core import Block, KernelDefinition, Op
+from cubelab.ir.core import Block, KernelDefinition, Loc, Op
 
 
 def _attrs(op: Op) -> str:
@@ -28,7 +28,10 @@ def format_op_line(op: Op) -> str:
     return head
 
 
-def _print_block(block: Block, indent: int, out: list[str], locs: bool) -> None:
+def _print_block(block: Block, indent: int, out: list[str], locs: bool,
+                 locmap: dict[int, Loc] | None = None) -> None:
+    """Append the block's lines to `out`; `locmap` (if given) gets out-line (1-based) -> the
+    op's source location for each op's first line."""
     pad = "  " * indent
     for op in block.ops:
         line = pad + format_op_line(op)
@@ -38,6 +41,8 @@ def _print_block(block: Block, indent: int, out: list[str], locs: bool) -> None:
                 return f"{text:<60}  // line {op.loc.line}"
             return text
 
+        if locmap is not None and op.loc is not None:
+            locmap[len(out) + 1] = op.loc  # the line appended next
         if not op.regions:
             out.append(located(line))
             continue
@@ -53,7 +58,7 @@ def _print_block(block: Block, indent: int, out: list[str], locs: bool) -> None:
                 # holds; every other multi-region op (scf.if) has an else
                 sep = "do" if op.name == "scf.while" else "else"
                 out.append(f"{pad}}} {sep} {args}{{")
-            _print_block(region, indent + 1, out, locs)
+            _print_block(region, indent + 1, out, locs, locmap)
         out.append(pad + "}")
 
 
@@ -64,6 +69,13 @@ def print_block(block: Block, indent: int = 0, locs: bool = True) -> str:
 
 
 def print_kernel(kernel: KernelDefinition, locs: bool = True) -> str:
+    return print_kernel_mapped(kernel, locs)[0]
+
+
+def print_kernel_mapped(kernel: KernelDefinition,
+                        locs: bool = True) -> tuple[str, dict[int, Loc]]:
+    """The kernel's text and its line map (printed line, 1-based -> the op's source location),
+    for the CPU runtime, whose "generated source" is this text."""
     params = []
     for b in kernel.buffers:
         params.append(f"%{b.value.name}: {b.value.type} /* {b.name} */")
@@ -71,4 +83,8 @@ def print_kernel(kernel: KernelDefinition, locs: bool = True) -> str:
         params.append(f"{s.name}: {s.elem} /* info.scalars_{s.elem}[{s.index}] */")
     x, y, z = kernel.cube_dim
     head = f"kernel @{kernel.entry}({', '.join(params)}) cube_dim({x}, {y}, {z}) {{"
-    return "\n".join([head, print_block(kernel.body, 1, locs), "}"])
+    body: list[str] = []
+    locmap: dict[int, Loc] = {}
+    _print_block(kernel.body, 1, body, locs, locmap)
+    text = "\n".join([head, "\n".join(body), "}"])
+    return text, {line + 1: loc for line, loc in locmap.items()}  # + the header line

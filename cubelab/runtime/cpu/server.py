@@ -38,8 +38,8 @@ import numpy as np
 from cubelab.compiler.base import CompiledSource
 from cubelab.compiler.info import info_layout
 from cubelab.errors import CubeError
-from cubelab.ir.core import Block, KernelDefinition, Loc
-from cubelab.ir.printer import print_kernel
+from cubelab.ir.core import KernelDefinition
+from cubelab.ir.printer import print_kernel_mapped
 from cubelab.ir.types import Atomic, Ty
 from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import semantics as sem
@@ -145,28 +145,6 @@ def print_lines(report: LaunchReport) -> list[str]:
     return lines
 
 
-def _line_map(kernel: KernelDefinition) -> dict[int, Loc]:
-    """Printed IR line -> kernel source location (mirrors `ir.printer`'s layout)."""
-    out: dict[int, Loc] = {}
-    line = 1  # the `kernel @...` header
-
-    def walk(block: Block) -> None:
-        nonlocal line
-        for op in block.ops:
-            line += 1
-            if op.loc is not None:
-                out[line] = op.loc
-            if op.regions:
-                for i, region in enumerate(op.regions):
-                    if i > 0:
-                        line += 1  # "} else {"
-                    walk(region)
-                line += 1  # "}"
-
-    walk(kernel.body)
-    return out
-
-
 class CpuTarget:
     """The CPU runtime's "codegen": the IR text is the source (the debug log prints it)."""
 
@@ -174,8 +152,8 @@ class CpuTarget:
     shown_only = False
 
     def compile(self, kernel: KernelDefinition) -> CompiledSource:
-        return CompiledSource("ir", kernel.entry, print_kernel(kernel) + "\n", info_layout(kernel),
-                              _line_map(kernel))
+        text, line_map = print_kernel_mapped(kernel)
+        return CompiledSource("ir", kernel.entry, text + "\n", info_layout(kernel), line_map)
 
 
 class CpuServer(Server):
