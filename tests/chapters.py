@@ -26,6 +26,32 @@ RESULTS_MARK = "CUBELAB-EXERCISE-RESULTS "
 SOLUTION_PRELUDE = "import numpy as np\nimport cubelab\nfrom cubelab.prelude import *\n"
 
 
+# What a chapter must print when it runs as committed (the issue's "must show"): text each
+# chapter's outputs contain, on both runtimes. A chapter not listed has no such line.
+MUST_SHOW: dict[str, list[str]] = {
+    # the comptime `if` stays a plain Python `if` in the expanded source; the runtime one is IR
+    "02_what_cube_generates": ["    if relu:\n", "__cl.if_(__s, __cl.cmp(__s, 'lt', ABSOLUTE_POS"],
+    # the seed's out-of-bounds rows, with default settings
+    "05_bounds": ["oob checked=true out = [11.0, 22.0, 33.0, 44.0, 55.0, 66.0, 0.0, 0.0]\n"
+                  "oob checked=false out = [11.0, 22.0, 33.0, 44.0, 55.0, 66.0, 0.0, 0.0]"],
+    # the seed's four steps: silent compile failure, check reports it, relaunch repairs, dry run
+    "07_failure_is_buffer_state": ["1. launch returned None", "2. check([out]) raised",
+                                   "3. relaunch", "4. under dry_run"],
+}
+
+
+def printed(nb: Any) -> str:
+    """Everything the notebook's cells printed or displayed as text."""
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            if o.get("output_type") == "stream":
+                out.append(o.get("text", ""))
+            elif "data" in o:
+                out.append(o["data"].get("text/plain", ""))
+    return "".join(out)
+
+
 @dataclass
 class ExerciseCells:
     key: str

@@ -5,7 +5,9 @@ For each notebook in notebooks/ (found by glob) and each runtime (`CUBELAB_DEVIC
 which `Device.default()` obeys — the notebooks never name a runtime):
 
 - blank: as committed (no outputs), every cell runs without an error or a line on stderr (a
-  warning is a line on stderr), and every exercise's check reports "unanswered";
+  warning is a line on stderr), every exercise's check reports "unanswered", and the chapter
+  prints what it must show (`chapters.MUST_SHOW`: chapter 2's comptime `if` as plain Python,
+  chapter 5's out-of-bounds rows, chapter 7's four steps);
 - solved: each exercise's answer cell replaced by its section of notebooks/solutions/<stem>.py,
   the notebook runs the same way and every exercise reports "correct".
 
@@ -19,7 +21,8 @@ import re
 
 import pytest
 
-from chapters import CHAPTERS, exercise_cells, read_results, results_cell, solutions
+from chapters import (CHAPTERS, MUST_SHOW, exercise_cells, printed, read_results, results_cell,
+                      solutions)
 
 nbformat = pytest.importorskip("nbformat", reason="the test extra (nbformat, nbclient) is missing")
 from nbclient import NotebookClient  # noqa: E402
@@ -80,22 +83,24 @@ def execute(path, runtime, request, monkeypatch, solved=False):  # type: ignore[
             if o.get("output_type") == "stream" and o.get("name") == "stderr":
                 pytest.fail(f"{path.name} cell {i} wrote to stderr:\n{o['text']}\n--- cell:\n"
                             f"{cell.source}")
-    return exercises, read_results(nb)
+    return exercises, read_results(nb), printed(nb)
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_a_chapter_runs_blank_and_every_exercise_says_unanswered(path, runtime, request,
                                                                  monkeypatch):
-    exercises, results = execute(path, runtime, request, monkeypatch)
+    exercises, results, text = execute(path, runtime, request, monkeypatch)
     assert {e.key: results.get(e.key) for e in exercises} == \
         {e.key: "unanswered" for e in exercises}
+    for line in MUST_SHOW.get(path.stem, []):
+        assert line in text, f"{path.name} does not show {line!r}"
 
 
 @pytest.mark.parametrize("runtime", RUNTIMES)
 @pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
 def test_a_chapter_runs_solved_and_every_exercise_says_correct(path, runtime, request,
                                                                monkeypatch):
-    exercises, results = execute(path, runtime, request, monkeypatch, solved=True)
+    exercises, results, _ = execute(path, runtime, request, monkeypatch, solved=True)
     assert {e.key: results.get(e.key) for e in exercises} == \
         {e.key: "correct" for e in exercises}
