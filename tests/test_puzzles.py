@@ -2,8 +2,9 @@
 
 tests/test_exercises.py already runs every puzzle blank (unanswered), with its wrong answers and
 with its solution, on both runtimes; here: that the wrong answer *is* the blank template (so
-"the template fails its check" is what that test proves), and the two ways a kernel can get the
-numbers right and still be wrong — no guard, or the wrong signature.
+"the template fails its check" is what that test proves), and the ways a kernel can get the
+numbers right and still not be accepted — no guard, the wrong signature, or more reads than the
+puzzle's limits allow.
 """
 
 from __future__ import annotations
@@ -50,3 +51,72 @@ def test_an_unguarded_kernel_with_the_right_values_is_rejected_by_the_oob_report
 def test_a_kernel_with_the_wrong_signature_is_told_so(client):
     r = ex.get("puzzles.zip").check(solved_answer("zip", UNGUARDED, client), client)
     assert r.status == "wrong" and "takes 2 parameters" in r.message
+
+
+NAIVE_POOLING = """
+@cube(launch=True)
+def window3(a: Slice[f32], out: SliceMut[f32]):
+    tile = SharedMemory[f32](8)
+    i = UNIT_POS
+    acc = a[i]
+    if i >= 1:
+        acc += a[i - 1]
+    if i >= 2:
+        acc += a[i - 2]
+    out[i] = acc
+
+answer = window3
+"""
+
+NAIVE_MATMUL = """
+@cube(launch=True)
+def matmul(a: Slice[f32], b: Slice[f32], out: SliceMut[f32], size: u32):
+    row = ABSOLUTE_POS_Y
+    col = ABSOLUTE_POS_X
+    acc = f32(0.0)
+    for k in range(size):
+        acc += a[row * size + k] * b[k * size + col]
+    out[row * size + col] = acc
+
+answer = matmul
+"""
+
+
+def test_right_values_from_too_many_global_reads_are_not_accepted_yet(client):
+    """The spec check alone would pass these; the access counts (per unit, from the access map
+    on the CPU runtime) hold the busiest unit against the puzzle's limits."""
+    r = ex.get("puzzles.pooling").check(solved_answer("pooling", NAIVE_POOLING, client), client)
+    assert r.status == "wrong"
+    assert "unit 2 makes 3 global reads where the puzzle allows 1" in r.message
+    assert "shared memory" in r.hint
+    r = ex.get("puzzles.matmul").check(solved_answer("matmul", NAIVE_MATMUL, client), client)
+    assert r.status == "wrong" and "16 global reads where the puzzle allows 4" in r.message
+
+
+def test_an_accepted_puzzle_shows_the_busiest_units_counts(cpu_client):
+    key = "puzzles.matmul"
+    r = ex.get(key).check(solved_answer(key, solutions("09_puzzles")[key], cpu_client),
+                          cpu_client)
+    assert r.correct
+    assert "global reads        4       4" in r.details
+
+
+NO_BARRIER = """
+@cube(launch=True)
+def rotate_add(a: Slice[f32], out: SliceMut[f32]):
+    tile = SharedMemory[f32](4)
+    u = UNIT_POS
+    tile[u] = a[ABSOLUTE_POS]
+    out[ABSOLUTE_POS] = tile[u] + tile[(u + 1) % 4]
+
+answer = rotate_add
+"""
+
+
+def test_a_missing_sync_cube_is_a_race_even_when_the_values_come_out_right(client):
+    """The CPU runtime runs a cube's units in lockstep, so the values are right there (and often
+    on lavapipe); the access map sees the unordered write and read."""
+    r = ex.get("puzzles.shared").check(solved_answer("shared", NO_BARRIER, client), client)
+    assert r.status == "wrong"
+    if client.name().startswith("cpu") or "differ from the spec" not in r.message:
+        assert "a race" in r.message and "sync_cube()" in r.hint, r

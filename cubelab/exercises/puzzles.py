@@ -7,11 +7,13 @@ the puzzle), the template, and per-unit limits on global and shared reads and wr
 launches the student's kernel on the client, compares the output with the spec, then counts what
 every unit touched (`cubelab.inspect.access_map`, which replays the launch on the CPU runtime) and
 holds the busiest unit against the limits: a kernel that gets the numbers right by reading global
-memory eight times where one read and a tile in shared memory would do is not accepted yet.
+memory eight times where one read and a tile in shared memory would do is not accepted yet. The
+same map finds races (a tile read with no `sync_cube()` after its write).
 
 The trap the limits guard against is the one every GPU course meets: a correct kernel that is
-correct for the wrong reason (an unguarded read that happens to land in padding, a loop that
-re-reads global memory). The spec check alone cannot see either; the access counts can.
+correct for the wrong reason (an unguarded read that happens to give 0, a missing barrier that
+the CPU runtime's lockstep execution forgives, a loop that re-reads global memory). The spec
+check alone sees none of them; the out-of-bounds report, the races and the counts do.
 
 Every buffer is f32, flat and row-major (2-D data is indexed `row * size + col`).
 """
@@ -124,7 +126,66 @@ class Puzzle(KernelExercise):
                                    f"{len(self.args)}: ({', '.join(self.args)}).",
                                    "keep the template's signature: the geometry and the "
                                    "arguments are fixed, only the body is yours.")
-        return super()._check(answer, client)
+        result = super()._check(answer, client)
+        if not result.correct:
+            return result
+        m = self.access_map(answer)
+        if m.races:
+            r = m.races[0]
+            verb = "reads" if r.kinds[1] == "read" else "writes"
+            return self._wrong(
+                answer, f"right values, but a race: unit {r.units[0]} writes {r.array}[{r.index}] "
+                f"(line {r.lines[0]}) and unit {r.units[1]} {verb} it (line {r.lines[1]}) with no "
+                "barrier between them.",
+                "On a GPU the units of a cube do not run in lockstep: a unit may read a tile item "
+                "before its owner has written it. Put `sync_cube()` between the writes and the "
+                "reads (and between a step's reads and the next step's writes).",
+                details=f"{len(m.races)} racing pair(s); the first: {r}")
+        over, table = self.judge(m)
+        if over:
+            field, unit, n, limit = over[0]
+            return self._wrong(
+                answer, f"right values, but unit {unit} makes {n} {field} where the puzzle "
+                f"allows {limit}.", self._LIMIT_HINTS[field], details=table)
+        result.details = table
+        return result
+
+    _LIMIT_HINTS = {
+        "global reads": "Every unit may read global memory only this often: load each item "
+                        "once into shared memory, `sync_cube()`, and read it from there.",
+        "global writes": "Write each item of `out` once, from one unit (keep partial results "
+                         "in locals or shared memory).",
+        "shared reads": "Read fewer items of the tile per unit: each needs only its own "
+                        "neighbourhood (or, in a reduction, halve the active units each step).",
+        "shared writes": "Write the tile fewer times per unit: accumulate in a local and store "
+                         "once.",
+    }
+
+    def access_map(self, kernel: Any) -> Any:
+        """Every access each unit of `kernel` makes on this puzzle's launch, recorded on the CPU
+        runtime (`cubelab.inspect.access_map`): `.scores`, `.oob`, `.races`; in a notebook it
+        draws itself."""
+        from cubelab.inspect import access_map
+        from cubelab.runtime.device import Device
+
+        cpu = Device.cpu().client()
+        handles = {n: cpu.create_from_slice(a.tobytes()) for n, a in self._host().items()}
+        count, dim, *args = self.launch_args(handles)
+        return access_map(kernel.launch, cpu, count, dim, *args)
+
+    def judge(self, m: Any) -> tuple[list[tuple[str, int, int, int]], str]:
+        """Hold the busiest unit of each kind in an access map against the limits: (kind, unit,
+        count, limit) for each kind over its limit, and a table of all four."""
+        over, rows = [], ["per unit      busiest   limit"]
+        for name, limit in self.limits.items():
+            attr = name.replace(" ", "_")
+            unit, n = max(((s.unit, getattr(s, attr)) for s in m.scores),
+                          key=lambda t: t[1], default=(0, 0))
+            shown = "-" if limit is None else str(limit)
+            rows.append(f"{name:13} {n:>7}   {shown:>5}" + (f"   (unit {unit})" if n else ""))
+            if limit is not None and n > limit:
+                over.append((name, unit, n, limit))
+        return over, "\n".join(rows)
 
 
 # -- the specs ----------------------------------------------------------------------------------
