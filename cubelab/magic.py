@@ -139,7 +139,8 @@ class CubelabMagics(Magics):
     # -- %cubelab -----------------------------------------------------------------------------
     @line_magic
     def cubelab(self, line: str) -> Any:
-        """%cubelab log on|off|msl · monitor · reset · device cpu|wgpu · status"""
+        """%cubelab log on|off|msl · monitor · reset · device cpu|wgpu · races on|off ·
+        nonfinite on|off · status"""
         words = line.split()
         if not words or words[0] == "status":
             return self._status()
