@@ -180,3 +180,18 @@ def math_zoo(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):
     out[o + 9] = pow(abs(x), y)
     out[o + 10] = clamp(x, f32(-1.0), f32(1.0))
     out[o + 11] = select(x > y, fma(x, y, f32(1.0)), max(x, y))
+
+
+@cube(launch=True)
+def odd_histogram(x: Slice[u32], hist: SliceMut[Atomic[u32]], old: SliceMut[u32]):
+    """Atomics under divergence: only units holding an odd value count it."""
+    v = x[ABSOLUTE_POS]
+    if v % 2 == 1:
+        old[ABSOLUTE_POS] = hist[v % 16].fetch_add(u32(1))
+
+
+@cube(launch_unchecked=True)
+def odd_units_copy(x: Slice[f32], out: SliceMut[f32]):
+    """Odd units copy x (unchecked: units past x's end read out of bounds inside the branch)."""
+    if ABSOLUTE_POS % 2 == 1:
+        out[ABSOLUTE_POS] = x[ABSOLUTE_POS] + 1.0

@@ -13,7 +13,7 @@ from cubelab.ir.passes import DEFAULT_CHECKED_IO
 from cubelab.prelude import f32
 from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import OutOfBoundsWrite, oob_mode, set_oob_mode
-from cpu_kernels import off_by_one, write_past_the_end
+from cpu_kernels import odd_units_copy, off_by_one, write_past_the_end
 from kernels import add
 
 X = np.arange(1, 7, dtype=np.float32)
@@ -57,6 +57,22 @@ def test_oob_report_mode_names_units_6_and_7_buffers_x_and_y_and_the_kernel_line
     events = rec.of(ev.OobReported)
     assert sorted((e.buffer, e.index, e.unit) for e in events) == \
         [("x", 6, (6, 0, 0)), ("x", 7, (7, 0, 0)), ("y", 6, (6, 0, 0)), ("y", 7, (7, 0, 0))]
+
+
+def test_an_oob_read_inside_a_branch_is_reported_for_the_units_that_took_it(cpu_client):
+    """Units 1, 3, 5, 7 copy; only unit 7 reads past x's 6 items (unit 6 skips the branch)."""
+    xh = cpu_client.create_from_slice(f32.as_bytes(X))
+    out = cpu_client.create_from_slice(f32.as_bytes(np.zeros(8, dtype=np.float32)))
+    with oob_mode(cpu_client, "report") as result:
+        odd_units_copy.launch_unchecked(cpu_client, CubeCount.Static(1), CubeDim.new_1d(8),
+                                        BufferArg.from_raw_parts(xh, 6),
+                                        BufferArg.from_raw_parts(out, 8))
+    np.testing.assert_array_equal(f32.from_bytes(cpu_client.read_one(out)),
+                                  [0, 3, 0, 5, 0, 7, 0, 1])
+    (a,) = result.oob
+    assert (a.buffer, a.index, a.absolute, a.unit, a.cube, a.write) == \
+        ("x", 7, 7, (7, 0, 0), (0, 0, 0), False)
+    assert a.source == "out[ABSOLUTE_POS] = x[ABSOLUTE_POS] + 1.0"
 
 
 def test_oob_mode_per_client_applies_until_changed(cpu_client):

@@ -10,7 +10,7 @@ import numpy as np
 from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import f32, i32, u32
 from cpu_kernels import (block_sum, collatz, early_return, f32_ops, histogram, i32_ops,
-                         skip_multiples_of_three, u32_ops)
+                         odd_histogram, skip_multiples_of_three, u32_ops)
 
 I32_MIN = -(2**31)
 
@@ -127,6 +127,22 @@ def test_atomic_fetch_add_hands_every_unit_a_distinct_old_value(client):
     for b in range(16):
         np.testing.assert_array_equal(np.sort(got[x % 16 == b]), np.arange(counts[b]))
     assert read(client, u32, [top])[0][0] == x.max()
+
+
+def test_atomics_under_divergence_count_only_the_units_that_take_the_branch(client):
+    x = (np.arange(512, dtype=np.uint32) * 7919) % 1000
+    hist = BufferArg.from_raw_parts(client.create_from_slice(u32.as_bytes(np.zeros(16))), 16)
+    untouched = np.full(512, 0xFFFFFFFF, dtype=np.uint32)
+    old = BufferArg.from_raw_parts(client.create_from_slice(u32.as_bytes(untouched)), 512)
+    odd_histogram.launch(client, CubeCount.Static(4), CubeDim.new_1d(128), arg(client, u32, x),
+                         hist, old)
+    odd = x % 2 == 1
+    counts = np.bincount(x[odd] % 16, minlength=16)
+    np.testing.assert_array_equal(read(client, u32, [hist])[0], counts)
+    got = read(client, u32, [old])[0]
+    np.testing.assert_array_equal(got[~odd], untouched[~odd])
+    for b in range(16):
+        np.testing.assert_array_equal(np.sort(got[odd & (x % 16 == b)]), np.arange(counts[b]))
 
 
 def test_a_value_read_before_a_write_keeps_what_was_read(client):

@@ -4,7 +4,8 @@ those lanes alone, in a compacted context (`Ctx.sub`), instead of masked over al
 `branch` decides (at least `COMPACT_MIN_LANES` lanes, at most 1/`COMPACT_RATIO` of them active);
 `run_compacted` selects what the body reads from outside (`analysis.free_ids`), runs it, and
 merges what it wrote to locals back. Everything else a body writes goes to memory, which the
-compacted context shares.
+compacted context shares. `compacted_runs` counts the runs that took this path, so a test can
+tell that it covered what it means to cover (the decision depends on lane counts).
 
 The trap: results must be identical with compaction on every branch — tests force it
 (`tests/test_cpu_compaction.py`).
@@ -22,6 +23,7 @@ from cubelab.runtime.cpu.memory import LocalSlot, Ptr
 # A branch taken by at most 1/COMPACT_RATIO of a chunk's lanes runs on those lanes alone.
 COMPACT_RATIO = 4
 COMPACT_MIN_LANES = 2048
+compacted_runs = 0  # how many branch bodies ran compacted, ever (read by tests)
 
 
 def _compact(a: Any, sel: np.ndarray, n: int) -> Any:
@@ -34,6 +36,8 @@ def run_compacted(ctx: Ctx, m: np.ndarray, free: list[int],
                   body: Callable[[Ctx, Any], None]) -> None:
     """Run `body` on the lanes of `m` only: compact what it reads, run, merge what it wrote to
     the locals back (everything else it writes goes to memory, which is shared)."""
+    global compacted_runs
+    compacted_runs += 1
     sel = np.nonzero(m)[0]
     n = ctx.n
     sub = Ctx.sub(ctx, sel)
