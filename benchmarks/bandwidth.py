@@ -50,7 +50,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5, help="best of this many runs per path")
     args = ap.parse_args()
-    from kernels import saxpy
+    from tests.fixtures.kernels import saxpy
 
     client = Device.wgpu().client()
     props = client.properties()

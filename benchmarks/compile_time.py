@@ -61,7 +61,7 @@ def driver_time(client: Any, launch: Any) -> float:
 
 def core_kernels() -> list[tuple[str, Any, Any]]:
     """(name, KernelInstance, launch-through-a-client thunk maker) for the seed-000 kernels."""
-    from kernels import add, saxpy, topology
+    from tests.fixtures.kernels import add, saxpy, topology
 
     def saxpy_launch(client: Any) -> Any:
         x = client.create_from_slice(f32.as_bytes(np.arange(16, dtype=np.float32)))
@@ -135,7 +135,7 @@ def zoo_table(repeats: int, client: Any = None) -> str:
     """cubelab's part for every kernel of tests/zoo: expand + passes + WGSL against the zoo's
     target of 5 ms each, MSL (which rides along on every compile) in its own column, and the
     driver's part (one launch each, on tiny arguments) reported separately."""
-    from zoo import ZOO
+    from tests.zoo import ZOO
 
     rows = []
     for name, k in ZOO:

@@ -32,8 +32,8 @@ from cubelab import BufferArg, CubeCount, CubeDim, Device, DeviceError  # noqa: 
 from cubelab import inspect as cl_inspect  # noqa: E402
 from cubelab.prelude import *  # noqa: E402,F403  (the kernel below is written as a student would)
 from cubelab.prelude import f32  # noqa: E402
-from cpu_kernels import block_sum  # noqa: E402
-from kernels import saxpy  # noqa: E402
+from tests.fixtures.cpu_kernels import block_sum  # noqa: E402
+from tests.fixtures.kernels import saxpy  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 N = 1 << 22  # 4 M floats

@@ -29,7 +29,7 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=2000)
     args = ap.parse_args()
     n = args.launches
-    from kernels import saxpy
+    from tests.fixtures.kernels import saxpy
 
     client = Device.wgpu().client()
     x = client.create_from_slice(f32.as_bytes(np.arange(16, dtype=np.float32)))
@@ -80,7 +80,7 @@ def main() -> None:
 
 
 def _raw_saxpy(raw: RawWgpu, n_items: int = 16) -> tuple[Any, Any, Any]:
-    from kernels import saxpy
+    from tests.fixtures.kernels import saxpy
 
     k = ci.instance(saxpy, f32, sizes=(4,), cube_dim=CubeDim.new_1d(4))
     comp = ci.compiled(k)
@@ -105,7 +105,7 @@ def _raw_one_pass(raw: RawWgpu, pipe: Any, group: Any, n: int) -> None:
 
 
 def seed001_sections(client: Any, raw: RawWgpu, n: int) -> None:
-    from kernels import saxpy
+    from tests.fixtures.kernels import saxpy
 
     from cubelab.runtime import events as ev
 

@@ -18,12 +18,12 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the suite's helpers: `tests.chapters`
 BUDGET_S = 10.0
 
 
 def main() -> None:
-    from chapters import CHAPTERS, exercise_cells, solutions
+    from tests.chapters import CHAPTERS, exercise_cells, solutions
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--solved", action="store_true", help="with the solutions substituted")

@@ -79,7 +79,7 @@ class Cubelab(Peer):
     name = "cubelab (wgpu)"
 
     def __init__(self, floats: int) -> None:
-        from kernels import saxpy
+        from tests.fixtures.kernels import saxpy
 
         self.client = c = Device.wgpu().client()
         self.adapter = c.properties().adapter
@@ -134,7 +134,7 @@ class RawWgpuPeer(Peer):
     """The same WGSL through wgpu-py directly, pipelines and bind groups prebuilt."""
 
     def __init__(self, floats: int, one_pass: bool) -> None:
-        from kernels import saxpy
+        from tests.fixtures.kernels import saxpy
 
         self.one_pass = one_pass
         self.name = ("raw wgpu-py, all dispatches in one pass (floor)" if one_pass

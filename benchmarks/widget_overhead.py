@@ -46,7 +46,7 @@ def main() -> None:
 
 
 def measure(device: str, n: int, repeats: int) -> None:
-    from kernels import saxpy
+    from tests.fixtures.kernels import saxpy
 
     from cubelab.widgets import BufferBoard, CacheMonitor, UiThread
 

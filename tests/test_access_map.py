@@ -15,7 +15,7 @@ import pytest
 from cubelab import BufferArg, CubeCount, CubeDim, inspect
 from cubelab.prelude import f32, u32
 from cubelab.runtime.cpu import nonfinite_report, oob_mode, race_report
-from access_kernels import (
+from tests.fixtures.access_kernels import (
     conv3,
     divide_by_zero,
     histogram4,
@@ -278,7 +278,7 @@ def test_an_access_map_of_a_wgpu_launch_also_names_the_division_by_zero(client):
 
 
 def test_reading_halo_cells_nobody_loaded_is_an_uninitialised_read(client):
-    from access_kernels import conv3_no_edge_guard
+    from tests.fixtures.access_kernels import conv3_no_edge_guard
 
     a = f32_buf(client, np.arange(16))
     b = f32_buf(client, [1.0, 2.0, 3.0])

@@ -6,7 +6,7 @@ import numpy as np
 
 from cubelab import BufferArg, CubeCount, CubeDim, inspect
 from cubelab.prelude import f32
-from access_kernels import tree_sum_no_sync
+from tests.fixtures.access_kernels import tree_sum_no_sync
 
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from cubelab.cli import main
 
-KERNELS = str(Path(__file__).parent / "kernels.py")
+KERNELS = str(Path(__file__).parent / "fixtures" / "kernels.py")
 
 
 def run(capsys, *argv: str) -> str:

@@ -5,7 +5,7 @@ import numpy as np
 
 from cubelab import BufferArg, CubeCount, CubeDim, inspect
 from cubelab.prelude import *  # noqa: F403
-from kernels import add, saxpy
+from tests.fixtures.kernels import add, saxpy
 
 
 @cube(launch=True)  # noqa: F405

@@ -9,13 +9,13 @@ covered by kernels that use them *inside* a branch: their plain tests have no br
 
 import pytest
 
-import test_cpu_debug_print as debug_print_tests
-import test_cpu_oob as oob_tests
-import test_cpu_plane as plane_tests
-import test_cpu_runtime as runtime_tests
-import test_cpu_semantics as semantics_tests
-import test_cpu_trace as trace_tests
 from cubelab.runtime.cpu import compaction
+from tests import test_cpu_debug_print as debug_print_tests
+from tests import test_cpu_oob as oob_tests
+from tests import test_cpu_plane as plane_tests
+from tests import test_cpu_runtime as runtime_tests
+from tests import test_cpu_semantics as semantics_tests
+from tests import test_cpu_trace as trace_tests
 
 CASES = [
     semantics_tests.test_while_loops_and_break_are_per_unit,

@@ -6,7 +6,7 @@ from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import f32
 from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import DebugPrinted, launch_results
-from cpu_kernels import shout
+from tests.fixtures.cpu_kernels import shout
 
 
 def _launch(client):

@@ -13,8 +13,8 @@ from cubelab.ir.passes import DEFAULT_CHECKED_IO
 from cubelab.prelude import f32
 from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import OutOfBoundsWrite, oob_mode, set_oob_mode
-from cpu_kernels import odd_units_copy, off_by_one, write_past_the_end
-from kernels import add
+from tests.fixtures.cpu_kernels import odd_units_copy, off_by_one, write_past_the_end
+from tests.fixtures.kernels import add
 
 X = np.arange(1, 7, dtype=np.float32)
 Y = np.arange(10, 70, 10, dtype=np.float32)

@@ -5,7 +5,7 @@ from cubelab.ir.analysis import written_buffers
 from cubelab.ir.core import OPS
 from cubelab.runtime.cpu.plan import Plan
 from cubelab.runtime.cpu.steps import BUILDERS
-from kernel_instances import core_and_zoo_instances
+from tests.fixtures.kernel_instances import core_and_zoo_instances
 
 
 def test_every_op_in_OPS_has_a_cpu_implementation():

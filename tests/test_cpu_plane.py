@@ -4,7 +4,7 @@ import numpy as np
 
 from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import u32
-from cpu_kernels import plane_ops
+from tests.fixtures.cpu_kernels import plane_ops
 
 
 def test_plane_reductions_votes_and_broadcasts_cover_the_active_units_of_each_plane(client):

@@ -14,8 +14,8 @@ from cubelab.runtime import device as device_mod
 from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import DivergentBarrier
 from cubelab.runtime.debug_log import DebugLog
-from cpu_kernels import barrier_in_a_branch, barrier_in_a_uniform_branch
-from kernels import saxpy, topology
+from tests.fixtures.cpu_kernels import barrier_in_a_branch, barrier_in_a_uniform_branch
+from tests.fixtures.kernels import saxpy, topology
 
 
 def test_the_cpu_client_is_named_cpu_numpy_and_has_webgpus_default_limits(cpu_client):
@@ -42,7 +42,7 @@ def test_the_cpu_runtime_checks_shared_memory_against_its_own_servers_limit(cpu_
                                                                              monkeypatch):
     """One home for the limit: the server's properties, not a default restated in the plan.
     `too_much_shared` declares 24000 bytes (two tiles, each under WebGPU's 16 KiB)."""
-    from seed001_kernels import too_much_shared
+    from tests.fixtures.seed001_kernels import too_much_shared
 
     server = cpu_client.device.server
     default = server.properties
@@ -167,7 +167,7 @@ def test_cubelab_device_naming_an_unavailable_runtime_raises_instead_of_falling_
 
 def test_a_runaway_loop_is_stopped_with_a_clear_error(cpu_client):
     from cubelab.runtime.cpu import KernelRuntimeError
-    from cpu_kernels import spin
+    from tests.fixtures.cpu_kernels import spin
 
     server = cpu_client.device.server
     out = cpu_client.empty(16)

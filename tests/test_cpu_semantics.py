@@ -9,7 +9,7 @@ import numpy as np
 
 from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import f32, i32, u32
-from cpu_kernels import (block_sum, collatz, early_return, f32_ops, histogram, i32_ops,
+from tests.fixtures.cpu_kernels import (block_sum, collatz, early_return, f32_ops, histogram, i32_ops,
                          odd_histogram, skip_multiples_of_three, u32_ops)
 
 I32_MIN = -(2**31)
@@ -146,7 +146,7 @@ def test_atomics_under_divergence_count_only_the_units_that_take_the_branch(clie
 
 
 def test_a_value_read_before_a_write_keeps_what_was_read(client):
-    from cpu_kernels import read_then_clear
+    from tests.fixtures.cpu_kernels import read_then_clear
 
     y0 = np.arange(300, dtype=np.float32)
     y = arg(client, f32, y0)
@@ -163,7 +163,7 @@ def test_a_value_read_before_a_write_keeps_what_was_read(client):
 def test_math_functions_agree_with_numpy_in_f32(client):
     from math import erf
 
-    from cpu_kernels import math_zoo
+    from tests.fixtures.cpu_kernels import math_zoo
 
     a = np.array([-2.5, -1.5, -0.5, 0.0, 0.5, 1.5, 2.5, 0.3, -0.7, 3.7, -3.2, 1.0], np.float32)
     b = np.array([2.0, 0.5, 1.5, 3.0, -1.0, 2.5, 0.0, 1.0, 2.0, 0.5, 1.5, -0.5], np.float32)

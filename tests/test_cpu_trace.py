@@ -5,7 +5,7 @@ import pytest
 
 from cubelab import BufferArg, CubeCount, CubeDim, inspect
 from cubelab.prelude import f32
-from kernels import saxpy
+from tests.fixtures.kernels import saxpy
 
 
 def trace_saxpy(client, units=(5,)):
@@ -85,7 +85,7 @@ def test_trace_needs_a_unit_of_the_launch(cpu_client):
 
 
 def test_a_loop_appears_once_per_iteration_the_unit_ran(cpu_client):
-    from cpu_kernels import skip_multiples_of_three
+    from tests.fixtures.cpu_kernels import skip_multiples_of_three
     from cubelab.prelude import u32
 
     out = cpu_client.empty(4 * 8)
@@ -100,7 +100,7 @@ def test_a_loop_appears_once_per_iteration_the_unit_ran(cpu_client):
 
 
 def test_units_of_a_3d_launch_can_be_named_by_cube_and_unit_coordinates(cpu_client):
-    from kernels import topology
+    from tests.fixtures.kernels import topology
 
     out = cpu_client.empty(420 * 4)
     count, dim = CubeCount.Static(3, 5, 7), CubeDim.new_2d(2, 2)

@@ -15,10 +15,10 @@ def run_quiz(extra_env=None):
     env = dict(os.environ)
     # keep the caller's PYTHONPATH behind ours (where wgpu comes from a path, not site-packages)
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in [str(HERE.parent), str(HERE), os.environ.get("PYTHONPATH", "")] if p)
+        p for p in [str(HERE.parent), os.environ.get("PYTHONPATH", "")] if p)
     env["CUBELAB_DEBUG_LOG"] = "stdout"
     env.update(extra_env or {})
-    proc = subprocess.run([sys.executable, str(HERE / "quiz_script.py")], env=env,
+    proc = subprocess.run([sys.executable, str(HERE / "fixtures" / "quiz_script.py")], env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout

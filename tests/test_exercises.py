@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import cubelab.exercises as ex
-from chapters import all_solutions, solved_answer
+from tests.chapters import all_solutions, solved_answer
 
 KEYS = [k for k in ex.keys() if "." in k]  # chapter exercises ("ch03.x"); the quizzes are tested
 SOLUTIONS = all_solutions()
@@ -106,7 +106,7 @@ def test_a_kernel_exercise_compares_with_the_spec_and_sees_out_of_bounds(client)
     from cubelab.prelude import BufferArg, CubeCount, CubeDim, Slice, SliceMut, cube, f32
     from cubelab.prelude import ABSOLUTE_POS  # noqa: F401 - read by the kernels below
 
-    from kernels_for_exercises import double_guarded, double_unguarded, double_wrong
+    from tests.fixtures.kernels_for_exercises import double_guarded, double_unguarded, double_wrong
 
     def launch(k, c, h):  # type: ignore[no-untyped-def]
         k.launch(c, CubeCount.Static(1), CubeDim.new_1d(8),

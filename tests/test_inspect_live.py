@@ -10,8 +10,8 @@ import pytest
 from cubelab import BufferArg, BufferFailure, CubeCount, CubeDim
 from cubelab import inspect as I
 from cubelab.prelude import f32
-from failing_kernels import broken, copy, fill
-from test_seed000_quiz import run_add
+from tests.fixtures.failing_kernels import broken, copy, fill
+from tests.test_seed000_quiz import run_add
 
 
 def quiz(client):

@@ -12,7 +12,7 @@ from cubelab import CubeCount
 from cubelab import inspect as ci
 from cubelab.runtime import events as ev
 from cubelab.runtime.launch_args import Bindings, BufferBinding
-from kernel_instances import core_and_zoo_instances
+from tests.fixtures.kernel_instances import core_and_zoo_instances
 
 INSTANCES = core_and_zoo_instances()
 

@@ -14,7 +14,7 @@ from cubelab.inspect.highlight import css, to_html
 from cubelab.inspect.lexer import CubeIrLexer
 from cubelab.inspect.views import CodeView, NoteView, SectionsView, TableView
 from cubelab.prelude import f32
-from kernels import add, saxpy
+from tests.fixtures.kernels import add, saxpy
 
 
 def saxpy4():

@@ -126,7 +126,7 @@ def test_the_printers_line_map_names_exactly_the_lines_it_comments_with_their_so
     """One layout, two readers: the CPU runtime's line map (`print_kernel_mapped`) and the
     inspector's `// line N` comments must point at the same printed lines."""
     from cubelab.ir.printer import print_kernel_mapped
-    from kernel_instances import core_and_zoo_instances
+    from tests.fixtures.kernel_instances import core_and_zoo_instances
 
     for name, k in core_and_zoo_instances():
         text, line_map = print_kernel_mapped(k.define())

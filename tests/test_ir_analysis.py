@@ -18,7 +18,7 @@ from cubelab.ir.analysis import (
 from cubelab.ir.core import OPS
 from cubelab.ir.types import Atomic, Elem
 from cubelab.runtime import buffer_io as runtime_buffer_io
-from kernel_instances import core_and_zoo_instances
+from tests.fixtures.kernel_instances import core_and_zoo_instances
 
 
 def test_every_ir_op_declares_its_memory_effect():

@@ -6,7 +6,6 @@ import re
 import numpy as np
 import pytest
 
-import bad_kernels as bk
 from cubelab import (
     BufferArg,
     BufferFailure,
@@ -16,6 +15,7 @@ from cubelab import (
     LaunchError,
 )
 from cubelab.prelude import f32, i32, u32
+from tests.fixtures import bad_kernels as bk
 
 FILE = re.escape(bk.__file__)
 
@@ -115,7 +115,7 @@ def test_buffer_arg_longer_than_its_buffer_is_refused():
 
 
 def test_vector_size_that_does_not_divide_the_length_is_refused_and_changes_nothing(client):
-    from kernels import saxpy
+    from tests.fixtures.kernels import saxpy
 
     data = np.arange(6, dtype=np.float32)
     x = client.create_from_slice(f32.as_bytes(data))
@@ -153,7 +153,7 @@ def test_a_u32_scalar_out_of_range_is_refused():
 
 
 def test_an_f32_scalar_too_large_for_f32_is_refused_and_changes_no_buffer(client):
-    from kernels import saxpy
+    from tests.fixtures.kernels import saxpy
 
     x = client.create_from_slice(f32.as_bytes(np.arange(4, dtype=np.float32)))
     y = client.create_from_slice(f32.as_bytes(np.ones(4, dtype=np.float32)))

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from cubelab import inspect as ci
-from zoo import ZOO
+from tests.zoo import ZOO
 
 
 @pytest.mark.parametrize("name,kernel", ZOO, ids=[n for n, _ in ZOO])

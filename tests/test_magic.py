@@ -209,7 +209,7 @@ RACY_CELL = '''
 import numpy as np
 from cubelab import Device, BufferArg, CubeCount, CubeDim
 from cubelab.prelude import f32
-from access_kernels import tree_sum_no_sync, divide_by_zero
+from tests.fixtures.access_kernels import tree_sum_no_sync, divide_by_zero
 c = Device.default().client()
 x = c.create_from_slice(f32.as_bytes(np.arange(16, dtype=np.float32)))
 out = c.create_from_slice(f32.as_bytes(np.zeros(16, dtype=np.float32)))

@@ -319,7 +319,7 @@ def test_a_handle_in_a_reference_cycle_is_released_when_the_collector_runs(clien
 
 
 def test_a_failed_buffers_failure_record_goes_with_it(client):  # type: ignore[no-untyped-def]
-    from failing_kernels import broken  # expansion raises: the output carries the error
+    from tests.fixtures.failing_kernels import broken  # expansion raises: the output carries the error
 
     ledger = client.device.server.ledger
     before = len(ledger)

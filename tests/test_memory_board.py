@@ -8,7 +8,7 @@ import numpy as np
 from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.inspect import MemoryMap, memory_map
 from cubelab.widgets import MemoryBoard
-from test_memory import _exclusive_size, fill
+from tests.test_memory import _exclusive_size, fill
 
 
 def _live_slices(view):  # type: ignore[no-untyped-def]

@@ -40,7 +40,7 @@ from cubelab.ir import (
 from cubelab.ir.core import Block
 from cubelab.ir.types import Array, Atomic, Elem, Ty
 from cubelab.prelude import CubeDim, f32
-from kernels import add, saxpy, topology
+from tests.fixtures.kernels import add, saxpy, topology
 
 SHIM = Path(__file__).parent / "metal_shim"
 # -Werror=attributes makes a misspelt [[attribute]] an error: the shim defines the real ones as
@@ -456,9 +456,8 @@ def core_kernels() -> dict[str, Any]:
 def runtime_test_kernels() -> dict[str, Any]:
     """Every kernel of the runtime tests' kernel modules that expands (a kernel written to fail
     expansion, like seed 001's `bad_widths`, has no IR and so no MSL), at default arguments."""
-    import cpu_kernels
-    import seed001_kernels
-
+    from tests.fixtures import cpu_kernels
+    from tests.fixtures import seed001_kernels
     from cubelab.frontend.kernel import CubeFunction
 
     ks: dict[str, Any] = {}
@@ -478,7 +477,7 @@ def runtime_test_kernels() -> dict[str, Any]:
 def zoo_kernels() -> dict[str, Any]:
     """tests/zoo's ZOO, a list of (name, KernelInstance), once it exists."""
     try:
-        from zoo import ZOO  # type: ignore[import-not-found]
+        from tests.zoo import ZOO  # type: ignore[import-not-found]
     except ModuleNotFoundError as exc:
         if exc.name != "zoo":
             raise

@@ -8,7 +8,7 @@ from cubelab import CompileError
 from cubelab import inspect as ci
 from cubelab.prelude import CubeDim, f32
 from cubelab.runtime.server import PipelineEntry
-from kernels import saxpy
+from tests.fixtures.kernels import saxpy
 
 
 def test_a_naga_error_names_the_wgsl_line_and_the_kernel_line(wgpu_client):

@@ -21,8 +21,8 @@ import re
 
 import pytest
 
-from chapters import (CHAPTERS, MUST_SHOW, exercise_cells, printed, read_results, results_cell,
-                      solutions)
+from tests.chapters import (CHAPTERS, MUST_SHOW, exercise_cells, printed, read_results,
+                            results_cell, solutions)
 
 nbformat = pytest.importorskip("nbformat", reason="the test extra (nbformat, nbclient) is missing")
 from nbclient import NotebookClient  # noqa: E402

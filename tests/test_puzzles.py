@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import cubelab.exercises as ex
 from cubelab.exercises.puzzles import PUZZLES
-from chapters import solutions, solved_answer
+from tests.chapters import solutions, solved_answer
 
 KEYS = sorted(PUZZLES)
 

@@ -8,7 +8,7 @@ from cubelab.ir.passes import DEFAULT_CHECKED_IO, CheckedIo
 from cubelab.prelude import f32
 from cubelab.compiler.pipeline import CompilationOptions
 from cubelab.runtime import events as ev
-from kernels import add
+from tests.fixtures.kernels import add
 
 X = np.array([1, -2, 3, -4, 5, -6], dtype=np.float32)
 Y = np.full(6, 0.5, dtype=np.float32)

@@ -7,7 +7,7 @@ import numpy as np
 from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import f32
 from cubelab.runtime import events as ev
-from kernels import saxpy
+from tests.fixtures.kernels import saxpy
 
 
 def run_saxpy(client, a=2.0):

@@ -13,7 +13,7 @@ from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import f32
 from cubelab.runtime import events as ev
 from cubelab.runtime.autotune import AutotuneError, Tuner, autotune, score
-from seed001_kernels import bad_widths, scale, scale_slow
+from tests.fixtures.seed001_kernels import bad_widths, scale, scale_slow
 
 N = 4096
 

@@ -11,7 +11,7 @@ import pytest
 from cubelab import BufferArg, CaptureError, CubeCount, CubeDim
 from cubelab.prelude import f32
 from cubelab.runtime import events as ev
-from seed001_kernels import bad_widths, inc, scale
+from tests.fixtures.seed001_kernels import bad_widths, inc, scale
 
 
 def floats(client, values):

@@ -11,7 +11,7 @@ import pytest
 from cubelab import BufferArg, BufferFailure, CubeCount, CubeDim
 from cubelab.prelude import f32, u32
 from cubelab.runtime import events as ev
-from seed001_kernels import bad_widths, inc, write_count
+from tests.fixtures.seed001_kernels import bad_widths, inc, write_count
 
 
 def floats(client, values):

@@ -26,7 +26,7 @@ from cubelab.prelude import f32
 from cubelab.runtime import events as ev
 from cubelab.runtime.buffer_io import BufferIO
 from cubelab.runtime.launch_args import Bindings, BufferBinding
-from seed001_kernels import bad_widths, inc, scale, writes_one_of_two
+from tests.fixtures.seed001_kernels import bad_widths, inc, scale, writes_one_of_two
 
 
 def floats(client, values):
@@ -246,7 +246,7 @@ def test_wgpus_logged_errors_become_failures_not_log_lines(wgpu_client, caplog):
 
 
 def test_too_much_shared_memory_is_a_compile_failure_on_the_written_buffers(client):
-    from seed001_kernels import too_much_shared
+    from tests.fixtures.seed001_kernels import too_much_shared
 
     out = floats(client, np.zeros(8))
     too_much_shared.launch(client, *one_cube(), arg(out))

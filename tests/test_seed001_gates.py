@@ -16,7 +16,7 @@ from cubelab import BufferArg, CubeCount, CubeDim, Device, DeviceError, Handle, 
 from cubelab.prelude import f32
 from cubelab.runtime import events as ev
 from cubelab.runtime.dry_run import LaunchMode, dry_run_depth, launch_mode, real_run_depth
-from seed001_kernels import inc, scale
+from tests.fixtures.seed001_kernels import inc, scale
 
 
 def floats(client, values):

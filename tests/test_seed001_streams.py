@@ -18,7 +18,7 @@ from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import f32
 from cubelab.runtime import events as ev
 from cubelab.runtime.streams import current_stream
-from seed001_kernels import inc, scale
+from tests.fixtures.seed001_kernels import inc, scale
 
 
 def floats(client, values):

@@ -2,7 +2,7 @@ import numpy as np
 
 from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import u32
-from kernels import topology
+from tests.fixtures.kernels import topology
 
 
 def test_absolute_pos_over_a_3d_grid_of_2d_cubes_covers_0_to_419(client):

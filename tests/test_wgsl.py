@@ -14,7 +14,7 @@ from cubelab.compiler.wgsl import WGSL_OPS, compile_wgsl
 from cubelab.errors import FeatureError
 from cubelab.ir.core import OPS, Block, KernelDefinition
 from cubelab.runtime.server import PipelineEntry
-from test_msl import every_op_kernel
+from tests.test_msl import every_op_kernel
 
 CPU_ONLY = {"debug.print"}  # WGSL has no printf: the lowering refuses, naming the CPU runtime
 

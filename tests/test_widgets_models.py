@@ -13,9 +13,9 @@ from cubelab.exercises import HOW_MANY_COMPILES, compile_count_exercise
 from cubelab.prelude import f32
 from cubelab.widgets import (BufferBoard, CacheMonitor, KernelInspector, LaunchTimeline, Quiz,
                              UiThread, monitor)
-from failing_kernels import broken, copy
-from kernels import add, saxpy
-from test_inspect_live import quiz
+from tests.fixtures.failing_kernels import broken, copy
+from tests.fixtures.kernels import add, saxpy
+from tests.test_inspect_live import quiz
 
 
 def test_after_the_quiz_the_cache_monitor_holds_three_compiles_and_one_hit(client):
@@ -138,7 +138,7 @@ def test_the_quiz_checks_an_answer_against_a_real_run(client):
 
 
 def test_an_exercise_is_declared_in_a_few_lines(client):
-    from test_seed000_quiz import run_add
+    from tests.test_seed000_quiz import run_add
 
     ex = compile_count_exercise(
         "test-two-relus", "relu twice", "How many compiles?", "run_add(relu=True) twice",

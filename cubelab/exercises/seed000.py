@@ -1,5 +1,5 @@
 """The seed-000 kernels, as the chapter writes them (the exercises, the demo and notebooks use
-these; `tests/kernels.py` keeps its own copies so the core tests do not depend on this package)."""
+these; `tests/fixtures/kernels.py` keeps its own copies so the core tests do not depend on this package)."""
 
 from cubelab.prelude import *  # noqa: F403
 

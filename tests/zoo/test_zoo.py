@@ -15,8 +15,8 @@ import pytest
 
 from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import TensorArg, f32, u32
-from zoo import BINS, BLOCK, HORNER, TILE
-from zoo import kernels as k
+from tests.zoo import BINS, BLOCK, HORNER, TILE
+from tests.zoo import kernels as k
 
 RNG = np.random.default_rng(1234)
 SIZES = [1, 63, 64, 200, 1000]
