@@ -95,9 +95,10 @@ class Result:
                 if self.hint else "")
         details = (f"<pre class='cl-details'>{html.escape(self.details)}</pre>"
                    if self.details else "")
-        return (f'<div class="cubelab-code cubelab-exercise-result" data-key="{html.escape(self.key)}"'
-                f' data-status="{self.status}"><div class="cl-title {self._CLASS[self.status]} '
-                f'cl-verdict" data-correct="{str(self.correct).lower()}">'
+        return (f'<div class="cubelab-code cubelab-exercise-result" '
+                f'data-key="{html.escape(self.key)}" data-status="{self.status}">'
+                f'<div class="cl-title {self._CLASS[self.status]} cl-verdict" '
+                f'data-correct="{str(self.correct).lower()}">'
                 f"{html.escape(self._LABEL[self.status])}: {html.escape(self.message)}</div>"
                 f"{hint}{details}</div>")
 

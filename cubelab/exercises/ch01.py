@@ -76,7 +76,8 @@ def _ten() -> dict[str, np.ndarray]:
 
 def _launch_x_out(kernel: Any, client: Any, h: dict[str, Any]) -> None:
     kernel.launch(client, CubeCount.Static(3), CubeDim.new_1d(4),  # noqa: F405
-                  BufferArg.from_raw_parts(h["x"], N), BufferArg.from_raw_parts(h["out"], N))  # noqa: F405
+                  BufferArg.from_raw_parts(h["x"], N),  # noqa: F405
+                  BufferArg.from_raw_parts(h["out"], N))  # noqa: F405
 
 
 @cube(launch=True)  # noqa: F405

@@ -77,7 +77,8 @@ EXPANDS_FOR_FIVE = CountExercise(
     "Info; a scalar like `a` has no compile-time part (`a: ()` in the KernelId).",
     (5, 3, 1),
     code="for width, a in [(4, 2.0), (4, 3.0), (2, 2.0), (4, 5.0), (2, 0.5)]:\n"
-    "    saxpy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(16 // width), width, a, x, y)",
+    "    saxpy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(16 // width),\n"
+    "                      width, a, x, y)",
     launches=[_saxpy(4, 2.0), _saxpy(4, 3.0), _saxpy(2, 2.0), _saxpy(4, 5.0), _saxpy(2, 0.5)],
     what="expansions",
     explanation="Two KernelIds (width 4 with cube_dim 4, width 2 with cube_dim 8): two "
@@ -104,7 +105,8 @@ IF_OPS = CountExercise(
     (2, 0),
     code="guarded_add.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(8), x, x, out, True)",
     launches=[_guarded_add_relu],
-    count=lambda r: sum(e.ir.count("scf.if") for e in r.events if isinstance(e, ev.CompileFinished)),
+    count=lambda r: sum(e.ir.count("scf.if") for e in r.events
+                        if isinstance(e, ev.CompileFinished)),
     what="if ops",
     explanation="The guard is a runtime `if` (one `scf.if`); `if relu:` stayed Python and left "
     "only its `max` branch in the IR.",

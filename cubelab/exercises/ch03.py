@@ -36,7 +36,8 @@ def _add(checked: bool = True, relu: bool = False, cubes: int = 1, fill: float =
         out = client.empty(32 * cubes)
         launcher = add.launch if checked else add.launch_unchecked
         launcher[f32](client, CubeCount.Static(cubes), CubeDim.new_1d(8),
-                      BufferArg.from_raw_parts(x, 8 * cubes), BufferArg.from_raw_parts(x, 8 * cubes),
+                      BufferArg.from_raw_parts(x, 8 * cubes),
+                      BufferArg.from_raw_parts(x, 8 * cubes),
                       BufferArg.from_raw_parts(out, 8 * cubes), relu)
     return launch
 

@@ -106,7 +106,8 @@ def _shift_inputs() -> dict[str, np.ndarray]:
 
 def _launch_shift(kernel: Any, client: Any, h: dict[str, Any]) -> None:
     kernel.launch(client, CubeCount.Static(2), CubeDim.new_1d(4),  # noqa: F405
-                  BufferArg.from_raw_parts(h["x"], 8), BufferArg.from_raw_parts(h["out"], 8))  # noqa
+                  BufferArg.from_raw_parts(h["x"], 8),  # noqa: F405
+                  BufferArg.from_raw_parts(h["out"], 8))  # noqa: F405
 
 
 @cube(launch=True)  # noqa: F405

@@ -242,10 +242,11 @@ class KernelIdDiffExercise(Exercise):
             return self._right(answer, f"{what}. {self.explanation}".strip(), expected=expected,
                                details=details)
         if strangers:
+            info = sorted(k.removeprefix("info.") for k in fields if k.startswith("info."))
             hint = (f"{', '.join(strangers)} is not a field of this KernelId: it holds the "
                     f"kernel type, address type, cube_dim, execution mode and the Info "
-                    f"({', '.join(sorted(k.removeprefix('info.') for k in fields if k.startswith('info.')))})."
-                    " What is not in the key (the cube count, the data) never recompiles.")
+                    f"({', '.join(info)}). What is not in the key (the cube count, the data) "
+                    "never recompiles.")
         elif names > expected:
             hint = "You named a field that did not change between the two launches. " + self.hint
         elif names < expected:
@@ -418,7 +419,8 @@ class KernelExercise(Exercise):
             for i in idx[:6]:
                 at = tuple(int(v) for v in i)
                 at_s = ", ".join(map(str, at))
-                out.append(f"{name}[{at_s}] = {have[at]!r}, the spec says {want[at]!r}")
+                out.append(f"{name}[{at_s}] = {have[at].item()!r}, "
+                           f"the spec says {want[at].item()!r}")
             if len(idx) > 6:
                 out.append(f"... and {len(idx) - 6} more in {name}")
         return out

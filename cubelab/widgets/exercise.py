@@ -35,7 +35,8 @@ class ExerciseView:
         self.answer: W.Text | None = None
         self.button: W.Button | None = None
         if self.exercise is not None and self.exercise.takes_text:
-            start = "" if result.answer is Ellipsis or result.answer is None else _text(result.answer)
+            blank = result.answer is Ellipsis or result.answer is None
+            start = "" if blank else _text(result.answer)
             self.answer = W.Text(value=start, placeholder="your answer",
                                  description="answer", layout=W.Layout(width="22em"))
             self.answer.add_class("cubelab-exercise-answer")
