@@ -74,6 +74,14 @@ def test_names_are_read_from_text_or_collections():
     assert ex.names_of(3) is None
 
 
+def test_a_value_answer_matches_item_by_item_and_never_by_truthiness():
+    same = ex.ValueExercise.same
+    assert same([0, 1], np.array([0, 1])) and same((0, 1), [0, 1])
+    assert not same([0, 1], [0, 1, 2]) and not same("0, 1", [0, 1])
+    assert not same(0, False) and not same(True, 1) and same(False, False)
+    assert same(" Device ", "device") and not same(1, "1")
+
+
 def test_grading_uses_the_cpu_runtime_when_no_client_is_given(monkeypatch):
     monkeypatch.setenv("CUBELAB_GRADING", "1")
     assert ex.grading_client().name() == "cpu<numpy>"
