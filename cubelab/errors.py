@@ -94,3 +94,9 @@ class DeviceFault(DeviceError):
 class ReleasedHandleError(CubeError):
     """A handle was used after `client.free(handle)` (or the end of its `with` block). Its
     memory may already belong to another buffer, so nothing is read, written or launched."""
+
+
+class LoopGuardError(CubeError):
+    """A checked launch's loop guard ended the kernel: a loop ran past the loop budget, or the
+    driver stopped a loop before its condition did (lavapipe's 65 535-iteration limit). Stored
+    on the launch's written buffers, like any failure (seed 001)."""

@@ -169,6 +169,26 @@ def test_a_runaway_loop_is_stopped_with_a_clear_error(cpu_client):
     from cubelab.runtime.cpu import KernelRuntimeError
     from tests.fixtures.cpu_kernels import spin
 
+    # unchecked: no loop guard, the CPU runtime's own cap stops it
+    server = cpu_client.device.server
+    out = cpu_client.empty(16)
+    saved, server.max_loop_iterations = server.max_loop_iterations, 1000
+    try:
+        spin.launch_unchecked(cpu_client, CubeCount.Static(1), CubeDim.new_1d(4),
+                              BufferArg.from_raw_parts(out, 4))
+        with pytest.raises(BufferFailure) as info:
+            cpu_client.read_one(out)
+    finally:
+        server.max_loop_iterations = saved
+    assert isinstance(info.value.cause, KernelRuntimeError)
+    assert "ran more than 1000 iterations" in str(info.value)
+    assert "looks infinite" in str(info.value)
+
+
+def test_a_checked_launch_stops_a_runaway_loop_with_the_loop_guard(cpu_client):
+    from cubelab.errors import LoopGuardError
+    from cpu_kernels import spin
+
     server = cpu_client.device.server
     out = cpu_client.empty(16)
     saved, server.max_loop_iterations = server.max_loop_iterations, 1000
@@ -179,6 +199,7 @@ def test_a_runaway_loop_is_stopped_with_a_clear_error(cpu_client):
             cpu_client.read_one(out)
     finally:
         server.max_loop_iterations = saved
-    assert isinstance(info.value.cause, KernelRuntimeError)
+    assert isinstance(info.value.cause, LoopGuardError)
     assert "ran more than 1000 iterations" in str(info.value)
     assert "looks infinite" in str(info.value)
+    assert "the CPU runtime stops one loop after 1000 iterations" in str(info.value)

@@ -1,6 +1,8 @@
 """Early exits compile to flags and guards, not jumps: the generated WGSL of every zoo kernel is
 structured — no `return`, no `continue`, and exactly one `break` per `scf.while` (its exit) —
-and naga validates it (every zoo kernel runs in tests/zoo)."""
+and naga validates it (every zoo kernel runs in tests/zoo). A checked launch's loop guard adds
+one more exit per loop (the budget) and turns a `for`'s test into an exit of its own; without
+the guard (`launch_unchecked`) the rule is the plain one."""
 
 from __future__ import annotations
 
@@ -18,9 +20,12 @@ def test_exits_leave_no_jumps_in_the_wgsl(name, kernel):
     body = src[src.index("@compute"):]
     assert not re.search(r"\breturn\b", body)
     assert not re.search(r"\bcontinue\b", body)
-    whiles = sum(1 for op in kernel.define().walk() if op.name == "scf.while")
-    assert body.count("break;") == whiles
-    assert body.count("if !(") >= whiles  # each loop's exit test
+    ops = list(kernel.define().walk())
+    whiles = sum(1 for op in ops if op.name == "scf.while")
+    fors = sum(1 for op in ops if op.name == "scf.for")
+    # checked (the default): each loop exits through its condition or its budget
+    assert body.count("break;") == 2 * (whiles + fors)
+    assert body.count("if !(") >= whiles + fors  # each loop's exit test
 
 
 def test_collatz_break_and_continue_become_flags():

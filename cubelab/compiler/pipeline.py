@@ -30,7 +30,8 @@ from cubelab.compiler.base import CompiledSource, Target, failure_comment
 from cubelab.errors import FeatureError, ResourceError
 from cubelab.ir.analysis import all_ops
 from cubelab.ir.core import KernelDefinition
-from cubelab.ir.passes import DEFAULT_CHECKED_IO, CheckedIo, CheckedIoRule, PassManager, PassRecord
+from cubelab.ir.passes import (DEFAULT_CHECKED_IO, DEFAULT_LOOP_BUDGET, CheckedIo, CheckedIoRule,
+                               LoopGuard, PassManager, PassRecord)
 from cubelab.ir.printer import print_kernel
 
 
@@ -52,12 +53,19 @@ class CompilationOptions:
     """
 
     checked_io: CheckedIoRule = DEFAULT_CHECKED_IO
+    # `loop_budget`: the most loop iterations one unit of a checked launch may run (all loops
+    # together) before the launch fails, naming the loop (`ir/passes.py` LoopGuard); None turns
+    # the guard off. Unchecked launches are never guarded.
+    loop_budget: int | None = DEFAULT_LOOP_BUDGET
 
 
 def select_passes(mode: ExecutionMode, options: CompilationOptions) -> PassManager:
     """The passes a kernel compiled in `mode` goes through (the one pass-selection rule)."""
     if mode is ExecutionMode.Checked:
-        return PassManager([CheckedIo(options.checked_io)])
+        passes: list = [CheckedIo(options.checked_io)]
+        if options.loop_budget is not None:
+            passes.append(LoopGuard(options.loop_budget))
+        return PassManager(passes)
     return PassManager()
 
 

@@ -34,6 +34,7 @@ from cubelab.compiler.base import CodegenError, CompiledSource, InfoReads, InfoS
 from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, MATH_SAME, REMAINDER, UNARY
 from cubelab.compiler.info import info_layout
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op
+from cubelab.ir.passes import GUARD_BUDGET, GUARD_DRIVER
 from cubelab.ir.types import Array, Atomic, Pointer, RuntimeArray, Ty
 
 _BUILTINS = {
@@ -106,7 +107,13 @@ class _Emitter(InfoReads):
         self.slots = InfoSlots(kernel, self.info)
         self.shared_names: dict[int, str] = {}
         self.uses_subgroups = False
+        # scf.condition op -> the guard index of its scf.while (its exit sets the loop's flag)
+        self._loop_guard: dict[int, object] = {}
         for op in kernel.walk():
+            if op.name == "scf.while" and "guard" in op.attrs:
+                for c in op.regions[0].ops:
+                    if c.name == "scf.condition":
+                        self._loop_guard[id(c)] = op.attrs["guard"]
             if op.name == "shared.declare":
                 self.shared_names[op.result.id] = f"s{op.result.id}"
             elif op.name.startswith("plane.") or (
@@ -309,21 +316,63 @@ class _Emitter(InfoReads):
         (iv,) = body.args
         ty = wgsl_type(iv.type)
         ctr = f"i{iv.id}"
-        self.stmt(f"for (var {ctr}: {ty} = {start.name}; {ctr} < {end.name}; "
-                  f"{ctr} = {ctr} + {step.name}) {{", op.loc)
+        guard = op.attrs.get("guard")
+        if guard is None:
+            self.stmt(f"for (var {ctr}: {ty} = {start.name}; {ctr} < {end.name}; "
+                      f"{ctr} = {ctr} + {step.name}) {{", op.loc)
+        else:
+            self.stmt(f"var g{guard}: bool = false; // loop {guard} ended through its condition",
+                      op.loc)
+            self.stmt(f"for (var {ctr}: {ty} = {start.name}; ; {ctr} = {ctr} + {step.name}) {{",
+                      op.loc)
+            self.line(f"if !({ctr} < {end.name}) {{ g{guard} = true; break; }}", self.depth + 1,
+                      op.loc)
+            self._count(guard, op)
         self.line(f"let {iv.name}: {ty} = {ctr};", self.depth + 1, op.loc)
         self.nested(body)
         self.stmt("}")
+        self._ended(guard, op)
 
     def op_scf_while(self, op: Op) -> None:
         cond_block, body = op.regions
+        guard = op.attrs.get("guard")
+        if guard is not None:
+            self.stmt(f"var g{guard}: bool = false; // loop {guard} ended through its condition",
+                      op.loc)
         self.stmt("loop {", op.loc)
+        self._count(guard, op)
         self.nested(cond_block)
         self.nested(body)
         self.stmt("}")
+        self._ended(guard, op)
 
     def op_scf_condition(self, op: Op) -> None:
-        self.stmt(f"if !({op.operands[0].name}) {{ break; }}", op.loc)
+        guard = self._loop_guard.get(id(op))
+        if guard is None:
+            self.stmt(f"if !({op.operands[0].name}) {{ break; }}", op.loc)
+        else:
+            self.stmt(f"if !({op.operands[0].name}) {{ g{guard} = true; break; }}", op.loc)
+
+    # The loop guard (`ir/passes.py` LoopGuard): one iteration counter per unit for every loop;
+    # the first iteration past the budget records its loop and every loop then ends at once; a
+    # loop that ended without its condition saying so was ended by the driver.
+    def _count(self, guard: object, op: Op) -> None:
+        if guard is None:
+            return
+        budget = self.kernel.loop_budget
+        d = self.depth + 1
+        self.line("guard_n = guard_n + 1u;", d, op.loc)
+        self.line(f"if guard_n > {budget}u {{", d, op.loc)
+        self.line(f"if guard_n == {budget + 1}u {{ atomicMax(&guard_status, "
+                  f"{GUARD_BUDGET + int(guard)}u); }}", d + 1, op.loc)  # type: ignore[call-overload]
+        self.line(f"g{guard} = true; break;", d + 1, op.loc)
+        self.line("}", d, op.loc)
+
+    def _ended(self, guard: object, op: Op) -> None:
+        if guard is None:
+            return
+        self.stmt(f"if !g{guard} {{ atomicMax(&guard_status, {GUARD_DRIVER + int(guard)}u); }}",  # type: ignore[call-overload]
+                  op.loc)
 
     # -- debugging ----------------------------------------------------------------------------
     def op_debug_print(self, op: Op) -> None:
@@ -359,6 +408,9 @@ def compile_wgsl(kernel: KernelDefinition) -> CompiledSource:
             e.line(f"{f.name}: array<{elem}, {f.count}>,", 1)
     e.line("}", 0)
     e.line(f"@group(0) @binding({len(kernel.buffers)}) var<storage, read> info: info_st;", 0)
+    if kernel.loop_budget is not None:
+        e.line(f"@group(0) @binding({len(kernel.buffers) + 1}) var<storage, read_write> "
+               "guard_status: atomic<u32>; // the loop guard's word for this launch", 0)
     e.line("", 0)
     for op in kernel.walk():
         if op.name == "shared.declare":
@@ -381,6 +433,8 @@ def compile_wgsl(kernel: KernelDefinition) -> CompiledSource:
         + ") {",
         0,
     )
+    if kernel.loop_budget is not None:
+        e.line("var guard_n: u32 = 0u; // loop iterations this unit has run (the loop guard)", 1)
     e.block(kernel.body)
     e.line("}", 0)
     return CompiledSource("wgsl", kernel.entry, "\n".join(e.lines) + "\n", e.info, e.line_map)

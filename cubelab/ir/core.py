@@ -244,6 +244,10 @@ class KernelDefinition:
     # Adapter features the kernel needs (e.g. "subgroup" for plane ops); a runtime without one
     # must refuse the launch with a clear error.
     required_features: set[str] = field(default_factory=set)
+    # Set by the `LoopGuard` pass (checked launches): the most loop iterations one unit may run,
+    # all loops together, and the guarded loops in the order of their `guard` attribute.
+    loop_budget: int | None = None
+    guarded_loops: list["Op"] = field(default_factory=list)
 
     def tensors(self) -> list[BufferParam]:
         return [b for b in self.buffers if b.tensor]

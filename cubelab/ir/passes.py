@@ -89,6 +89,72 @@ class CheckedIo:
         block.ops[:] = out
 
 
+# The loop budget of a checked launch (DESIGN §2, "no kernel is ever silently wrong"): at most
+# this many loop iterations per unit, all loops of the kernel together. 2^30 lets a long but
+# finite loop (10^8 iterations) run as written; a runaway one ends after ~10^9 iterations — a
+# few seconds on a real GPU — instead of keeping the GPU busy for every later process.
+DEFAULT_LOOP_BUDGET = 1 << 30
+
+# Status codes a guarded kernel writes (the largest wins; `guard` is the loop's index in
+# `KernelDefinition.guarded_loops`): the budget ran out, or the driver ended the loop itself
+# (lavapipe stops every loop after 65 535 iterations, silently).
+GUARD_BUDGET = 2 << 24
+GUARD_DRIVER = 1 << 24
+
+
+@dataclass
+class LoopGuard:
+    """Marks every runtime loop (`scf.for`, `scf.while`) with a `guard` index and gives the
+    kernel its loop budget; the targets then count iterations per unit and check how each loop
+    ended (`compiler/wgsl.py` `op_scf_*`, the CPU runtime's loop steps).
+
+    Contract: a guarded loop may end only through its condition; if the unit's budget runs out
+    it stops every loop and the launch fails on its written buffers, naming the loop's line;
+    if the *driver* ended it (no condition said so), the launch fails saying so. The trap it
+    exists for: lavapipe silently stops every loop after 65 535 iterations, and a real GPU never
+    stops an infinite one. Only checked launches (`launch`) are guarded, as CubeCL's checks are;
+    `launch_unchecked` runs the loops as written."""
+
+    budget: int = DEFAULT_LOOP_BUDGET
+    name: str = "loop-guard"
+
+    def run(self, kernel: KernelDefinition) -> None:
+        loops = [op for op in kernel.walk() if op.name in ("scf.for", "scf.while")]
+        for i, op in enumerate(loops):
+            op.attrs = {**op.attrs, "guard": i}
+        kernel.guarded_loops = loops
+        kernel.loop_budget = self.budget if loops else None
+
+
+def loop_guard_message(kernel: KernelDefinition, guard: int, driver: bool, budget: int | None,
+                       device: str = "") -> str:
+    """What a tripped loop guard says, on every runtime: the kernel, the loop's line with a
+    caret, and what to do instead."""
+    from cubelab.errors import caret_block
+
+    loops = kernel.guarded_loops
+    op = loops[guard] if 0 <= guard < len(loops) else None
+    loc = op.loc if op is not None else None
+    where, shown = "", ""
+    if loc is not None:
+        where = f" at {loc}"
+        i = loc.line - kernel.first_line
+        text = kernel.source_lines[i] if 0 <= i < len(kernel.source_lines) else None
+        shown = caret_block(loc.file, loc.line, loc.col, text)
+        shown = f"\n{shown}" if shown else ""
+    if driver:
+        return (f"kernel `{kernel.name}`: the driver{f' ({device})' if device else ''} stopped "
+                f"the loop{where} before its condition ended it, so the results would have been "
+                f"silently truncated (lavapipe stops every loop after 65 535 iterations){shown}\n"
+                "  hint: run it on the CPU runtime (Device.cpu()) or a real GPU, or split the "
+                "loop over more units or launches")
+    return (f"kernel `{kernel.name}`: the loop{where} ran more than {budget} iterations (the "
+            f"loop budget of a checked launch, all loops of a unit together); it looks infinite"
+            f"{shown}\n  hint: check its bounds and that its condition can become false; if it "
+            "really needs more, raise the budget with "
+            "client.set_compilation_options(loop_budget=N) (None turns the guard off)")
+
+
 @dataclass
 class PassRecord:
     name: str

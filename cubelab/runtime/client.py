@@ -199,7 +199,8 @@ class Client:
         self._runner.call(self._server.device_sync, self.stream_id())
 
     def set_compilation_options(self, **options: Any) -> None:
-        """Change compiler settings (e.g. `checked_io="fixed"`, the clamping rule, instead of the
+        """Change compiler settings (e.g. `loop_budget=N` for the checked launches' loop guard,
+        or `checked_io="fixed"`, the clamping rule, instead of the
         seed's default "cubecl-0.11.3"); clears the cache."""
         self._runner.call(lambda: self._server.set_options(**options))
 

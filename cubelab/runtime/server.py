@@ -59,9 +59,11 @@ from cubelab.errors import (
     CubeError,
     DeviceFault,
     KernelSourceError,
+    LoopGuardError,
     ResourceError,
 )
 from cubelab.ir.core import KernelDefinition
+from cubelab.ir.passes import GUARD_BUDGET, GUARD_DRIVER, loop_guard_message
 from cubelab.ir.printer import print_kernel
 from cubelab.runtime import events as ev
 from cubelab.runtime.buffer_io import BufferIO, buffer_io
@@ -70,6 +72,7 @@ from cubelab.runtime.dry_run import LaunchMode
 from cubelab.runtime.execute_scope import (
     UNTOUCHED,
     ExecuteScope,
+    Failure,
     FailureLedger,
     LaunchInfo,
     fail_buffers,
@@ -136,6 +139,13 @@ class Server:
         # KernelId -> [kernel, entry, count, first_seq, last_seq, last_t]: cache hits not yet
         # published as a CacheHits event (only counted while someone subscribes to those).
         self._hit_tallies: dict[KernelId, list[Any]] = {}
+        # The loop guard on a device that runs ahead (wgpu): a guarded dispatch's status word is
+        # only known once the GPU has run it, so from the first pending guarded launch on, every
+        # launch is noted (who it read, who it wrote) until the next read, check, sync or host
+        # write settles them (`settle_guards`). `guard_slot` is set by `dispatch` for a guarded
+        # launch: the slot of its status word.
+        self.guard_slot: int | None = None
+        self._guard_window: list[tuple[Any, ...]] | None = None
 
     # -- memory (per backend) -----------------------------------------------------------------
     defers_release = False  # True where queued work runs only when its stream is submitted
@@ -290,11 +300,61 @@ class Server:
                                                 sum(p.size for p in freed)))
         return self.pool.usage()
 
+    # -- the loop guard's late verdicts ---------------------------------------------------------
+    def read_guard_codes(self, slots: list[int]) -> dict[int, int]:
+        """The status words of these slots (after the GPU ran them), cleared for reuse."""
+        return {}
+
+    def settle_guards(self) -> None:
+        """Turn the status words of pending guarded launches into buffer state: a tripped
+        launch's write set fails with a `LoopGuardError` naming its loop, and a launch that
+        later read one of those buffers fails with the same root cause, as seed 001's skip
+        would have done had the verdict been known at launch time (the launch did run, on
+        garbage). A clean write in between repairs the buffer, as always."""
+        window = self._guard_window
+        if window is None:
+            return
+        self._guard_window = None
+        self.flush("loop-guard")
+        codes = self.read_guard_codes([w[3] for w in window if w[3] is not None])
+        failed: dict[int, Failure] = {}
+        for info, reads, written, slot, definition in window:
+            code = codes.get(slot, 0) if slot is not None else 0
+            if code:
+                driver = code < GUARD_BUDGET
+                guard = code - (GUARD_DRIVER if driver else GUARD_BUDGET)
+                device = getattr(self.properties, "adapter", "")
+                err = LoopGuardError(loop_guard_message(definition, guard, driver,
+                                                        definition.loop_budget, device))
+                fail_buffers(self.ledger, self.bus, info, written, err)
+                for h, _ in written:
+                    failed[h.id] = self.ledger.get(h)  # type: ignore[assignment]
+                continue
+            root = next((failed[h.id] for h in reads if h.id in failed), None)
+            if root is None:
+                for h, _ in written:
+                    failed.pop(h.id, None)
+                continue
+            propagated = root.skipping(info.kernel)
+            self.ledger.put(written, propagated)
+            if self.bus.active and written:
+                self.bus.publish(ev.BufferFailed(info.kernel, tuple(h.id for h, _ in written),
+                                                 root.error, root.kernel, info.launch_seq))
+            for h, _ in written:
+                failed[h.id] = propagated
+
+    def _note_guard(self, info: LaunchInfo, entry: PipelineEntry, reads: list[Handle],
+                    written: list[tuple[Handle, str]], slot: int | None) -> None:
+        if self._guard_window is None:
+            self._guard_window = []
+        self._guard_window.append((info, list(reads), list(written), slot, entry.definition))
+
     def read(self, handles: list[Handle], stream: int = 0) -> list[bytes]:
         self._refuse_in_capture(stream, "read")
         # Flush first: a submission the driver refuses fails its buffers *now*, and the read
         # must see that rather than return the bytes the refused work never wrote.
         self.scheduler.flush_for(handles, "read")
+        self.settle_guards()
         self._collect_async()
         for h in handles:
             err = self.ledger.error_for(h)
@@ -304,6 +364,7 @@ class Server:
 
     def check(self, handles: list[Handle]) -> None:
         """A read check without the read: raise the failure a buffer carries, if any."""
+        self.settle_guards()
         for h in handles:
             err = self.ledger.error_for(h)
             if err is not None:
@@ -315,7 +376,7 @@ class Server:
         self.scheduler.flush_for(handles, "sync")
         self.sync()
         self._collect_async()
-        self.check(handles)
+        self.check(handles)  # settles the loop guard's pending verdicts first
 
     def device_sync(self, stream: int = 0) -> None:
         """`client.sync()`: wait for everything; report device faults only (launch failures
@@ -323,6 +384,7 @@ class Server:
         self._refuse_in_capture(stream, "sync")
         self.flush("sync")
         self.sync()
+        self.settle_guards()
         self._collect_async()
         if self.faults:
             faults, self.faults = self.faults, []
@@ -334,6 +396,7 @@ class Server:
         # queued work touching this buffer must run first (on wgpu, queue.write_buffer is
         # ordered before any command buffer submitted after it)
         self.scheduler.flush_for([handle], "host-write")
+        self.settle_guards()  # a verdict that arrives later must not taint the fresh data
         self.write_bytes(handle, data)
         self.scheduler.last_stream[handle.id] = stream
         self.ledger.forget(handle)  # fresh host data is valid data
@@ -547,6 +610,8 @@ class Server:
             self.stream = stream
             self.dispatch(entry, c, bindings)
             dispatched = True
+            if self.guard_slot is not None or self._guard_window is not None:
+                self._note_guard(info, entry, reads, written, self.guard_slot)
             # `batch`: a replay submits once at its end, so no max_tasks flush in the middle
             self.scheduler.register(stream, Task(info.kernel, info.launch_seq, written,
                                                  info.kernel_id),

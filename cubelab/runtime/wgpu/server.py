@@ -53,6 +53,7 @@ from cubelab.runtime.properties import DeviceProperties
 from cubelab.runtime.server import PipelineEntry, Server
 
 _CACHE_LIMIT = 4096
+_GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
 
 
 def _pad4(n: int) -> int:
@@ -150,6 +151,12 @@ class WgpuServer(Server):
         # a dynamic count whose page the dispatch also binds is copied here first (see above)
         self._indirect = self.device.create_buffer(size=16, usage=U.INDIRECT | U.COPY_DST)
         self.init_memory(MemoryConfiguration(alignment=max(4, self.properties.memory_alignment)))
+        # The loop guard's status words: one slot per guarded launch since the last settle,
+        # bound with a dynamic offset so the cached bind group serves every launch.
+        self._guard_stride = max(256, self.properties.memory_alignment)
+        self._guard_ring = self.device.create_buffer(size=_GUARD_SLOTS * self._guard_stride,
+                                                     usage=self._usage)
+        self._guard_next = 0
         self._async_errors: list[str] = []
         _install_log_filter(self)
 
@@ -214,6 +221,12 @@ class WgpuServer(Server):
             "visibility": wgpu.ShaderStage.COMPUTE,
             "buffer": {"type": ro},
         })
+        if entry.definition.loop_budget is not None:
+            layout_entries.append({
+                "binding": len(entry.definition.buffers) + 1,
+                "visibility": wgpu.ShaderStage.COMPUTE,
+                "buffer": {"type": wgpu.BufferBindingType.storage, "has_dynamic_offset": True},
+            })
         bgl = self.device.create_bind_group_layout(entries=layout_entries)
         pl = self.device.create_pipeline_layout(bind_group_layouts=[bgl])
         try:
@@ -273,13 +286,32 @@ class WgpuServer(Server):
                 "buffer": s.page.storage, "offset": s.offset, "size": _pad4(b.handle.size)}})
         resources.append({"binding": len(bindings.buffers),
                           "resource": {"buffer": info, "offset": 0, "size": len(info_bytes)}})
+        if entry.definition.loop_budget is not None:
+            resources.append({"binding": len(bindings.buffers) + 1,
+                              "resource": {"buffer": self._guard_ring, "offset": 0, "size": 4}})
         group = self.device.create_bind_group(layout=entry.layout, entries=resources)
         self._groups[key] = group
         for b in buffers:
             self._groups_of.setdefault(b.handle.id, []).append(key)
         return group
 
+    def read_guard_codes(self, slots: list[int]) -> dict[int, int]:
+        if not slots:
+            return {}
+        stride = self._guard_stride
+        lo, hi = min(slots), max(slots)
+        size = (hi - lo + 1) * stride
+        data = bytes(self.queue.read_buffer(self._guard_ring, lo * stride, size))
+        self.queue.write_buffer(self._guard_ring, lo * stride, bytes(size))
+        self._guard_next = 0
+        return {s: int.from_bytes(data[(s - lo) * stride:(s - lo) * stride + 4], "little")
+                for s in slots}
+
     def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
+        self.guard_slot = None
+        guarded = entry.definition.loop_budget is not None
+        if guarded and self._guard_next >= _GUARD_SLOTS:
+            self.settle_guards()  # every slot holds a verdict nobody has read: read them now
         group = self._group(entry, bindings)  # may raise: nothing is encoded yet
         indirect: Any = None
         if count.handle is not None:
@@ -308,7 +340,13 @@ class WgpuServer(Server):
             if open_[2] is not entry.pipeline:
                 p.set_pipeline(entry.pipeline)
                 open_[2] = entry.pipeline
-            if open_[3] is not group:
+            if guarded:
+                slot = self._guard_next
+                p.set_bind_group(0, group, [slot * self._guard_stride])
+                open_[3] = None  # the next launch sets its own offset
+                self._guard_next = slot + 1
+                self.guard_slot = slot
+            elif open_[3] is not group:
                 p.set_bind_group(0, group)
                 open_[3] = group
             if indirect is not None:

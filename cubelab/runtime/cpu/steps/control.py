@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cubelab.errors import LoopGuardError
 from cubelab.ir.core import Op
+from cubelab.ir.passes import loop_guard_message
 from cubelab.runtime.cpu import semantics as sem
 from cubelab.runtime.cpu.analysis import free_ids
 from cubelab.runtime.cpu.compaction import branch
@@ -50,7 +52,24 @@ def _b_if(plan: Plan, op: Op, depth: int) -> Step:
     return step
 
 
-def _runaway(plan: Plan, op: Op, limit: int) -> KernelRuntimeError:
+def _limit(plan: Plan, ctx: Ctx) -> int:
+    """Iterations one execution of a loop may run here: the checked launch's loop budget, or
+    the CPU runtime's own cap when lower (an interpreted iteration costs microseconds, so a
+    runaway loop must stop long before a GPU's budget would)."""
+    budget = plan.definition.loop_budget
+    cap = ctx.launch.max_iterations
+    return cap if budget is None else min(budget, cap)
+
+
+def _runaway(plan: Plan, op: Op, limit: int) -> Exception:
+    guard = op.attrs.get("guard")
+    if guard is not None:
+        text = loop_guard_message(plan.definition, int(guard), False, limit)
+        budget = plan.definition.loop_budget
+        if budget is not None and limit < budget:
+            text += (f"\n  (the CPU runtime stops one loop after {limit} iterations, below the "
+                     f"budget of {budget}: an interpreted iteration costs microseconds)")
+        return LoopGuardError(text)
     where = f" (line {op.loc.line})" if op.loc else ""
     return KernelRuntimeError(
         f"kernel `{plan.definition.name}`: a loop{where} ran more than {limit} "
@@ -76,9 +95,9 @@ def _b_for(plan: Plan, op: Op, depth: int) -> Step:
         if start.shape[0] == 1 and end.shape[0] == 1 and stp.shape[0] == 1:
             a, b, k = int(start[0]), int(end[0]), int(stp[0])
             if k <= 0 and a < b:
-                raise _runaway(plan, op, ctx.launch.max_iterations)
-            if (b - a) // max(k, 1) > ctx.launch.max_iterations:
-                raise _runaway(plan, op, ctx.launch.max_iterations)
+                raise _runaway(plan, op, _limit(plan, ctx))
+            if (b - a) // max(k, 1) > (lim := _limit(plan, ctx)):
+                raise _runaway(plan, op, lim)
             for i in range(a, b, max(k, 1)):
                 env[ivid] = np.array([i], dtype=dt)
                 if tracer is not None:
@@ -87,6 +106,7 @@ def _b_for(plan: Plan, op: Op, depth: int) -> Step:
             return
         iv = full(start, ctx.n).copy()
         n = 0
+        lim = _limit(plan, ctx)
         m = mask
         while True:
             # a unit that has left the loop stays out, even if its counter wraps around
@@ -94,8 +114,8 @@ def _b_for(plan: Plan, op: Op, depth: int) -> Step:
             if m is DEAD:
                 return
             n += 1
-            if n > ctx.launch.max_iterations:
-                raise _runaway(plan, op, ctx.launch.max_iterations)
+            if n > lim:
+                raise _runaway(plan, op, lim)
             env[ivid] = iv
             if tracer is not None:
                 tracer.record(op, depth, ctx, m, iv, True, "iteration")
@@ -121,6 +141,7 @@ def _b_while(plan: Plan, op: Op, depth: int) -> Step:
     def step(ctx: Ctx, mask: Any) -> None:
         m = mask
         n = 0
+        lim = _limit(plan, ctx)
         tracer = ctx.launch.tracer if traced else None
         while True:
             before(ctx, m)
@@ -131,8 +152,8 @@ def _b_while(plan: Plan, op: Op, depth: int) -> Step:
             if m is DEAD:
                 return
             n += 1
-            if n > ctx.launch.max_iterations:
-                raise _runaway(plan, op, ctx.launch.max_iterations)
+            if n > lim:
+                raise _runaway(plan, op, lim)
             branch(ctx, m, after, free_after)
 
     return step
