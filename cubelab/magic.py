@@ -6,6 +6,8 @@ the session (log, monitor, reset, device).
     %cubelab log on|off|msl       the seed's debug log (launches become blocking while on)
     %cubelab monitor              CacheMonitor + BufferBoard + LaunchTimeline for this session
     %cubelab reset                zero every open view's counters, clear the pipeline cache
+    %cubelab memory [cleanup]     MemoryBoard: the device's pages and which buffer lives where
+                                  (`cleanup` first gives unused pages back)
     %cubelab device cpu|wgpu      which runtime Device.default() (and these magics) use
     %cubelab races on|off         CPU runtime: judge every launch for races and uninitialised
                                   shared reads; findings print under the cell that launched
@@ -139,8 +141,8 @@ class CubelabMagics(Magics):
     # -- %cubelab -----------------------------------------------------------------------------
     @line_magic
     def cubelab(self, line: str) -> Any:
-        """%cubelab log on|off|msl · monitor · reset · device cpu|wgpu · races on|off ·
-        nonfinite on|off · status"""
+        """%cubelab log on|off|msl · monitor · reset · memory [cleanup] · device cpu|wgpu ·
+        races on|off · nonfinite on|off · status"""
         words = line.split()
         if not words or words[0] == "status":
             return self._status()
@@ -151,6 +153,13 @@ class CubelabMagics(Magics):
             from cubelab.widgets import monitor
 
             return monitor(self.session.client())
+        if cmd == "memory" and rest in ([], ["cleanup"]):
+            from cubelab.widgets import MemoryBoard
+
+            client = self.session.client()
+            if rest:
+                client.memory_cleanup()
+            return MemoryBoard(client)
         if cmd == "reset":
             from cubelab.widgets._live import open_views
 
@@ -168,7 +177,8 @@ class CubelabMagics(Magics):
         if cmd in ("races", "nonfinite"):
             return _findings(self).switch(cmd, rest)
         raise UsageError(f"unknown %cubelab command {cmd!r}; use log on|off|msl, monitor, reset, "
-                         "device cpu|wgpu, races on|off, nonfinite on|off, status")
+                         "memory [cleanup], device cpu|wgpu, races on|off, nonfinite on|off, "
+                         "status")
 
     def _status(self) -> None:
         from cubelab.runtime.device import Device

@@ -128,6 +128,20 @@ def test_monitor_returns_the_live_views_and_reset_zeroes_them(ip, client):
         v.close()
 
 
+def test_memory_shows_the_memory_board_and_cleanup_gives_pages_back(ip):
+    board = ip.run_line_magic("cubelab", "memory")
+    h = board.client.empty(3 << 20)  # an exclusive page
+    board.client.sync()
+    board.refresh()
+    assert h.id in board.model()["handles"]
+    del h
+    before = board.client.memory_usage().bytes_reserved
+    board.close()
+    board = ip.run_line_magic("cubelab", "memory cleanup")
+    assert board.client.memory_usage().bytes_reserved <= before - (3 << 20)
+    board.close()
+
+
 def test_device_switches_what_device_default_returns(ip, monkeypatch, capsys):
     from cubelab import Device
 
@@ -143,7 +157,7 @@ def test_device_switches_what_device_default_returns(ip, monkeypatch, capsys):
 def test_unknown_cubelab_commands_are_usage_errors(ip):
     from IPython.core.error import UsageError
 
-    for line in ("frobnicate", "log loud", "device tpu"):
+    for line in ("frobnicate", "log loud", "device tpu", "memory now"):
         with pytest.raises(UsageError):
             ip.run_line_magic("cubelab", line)
 
