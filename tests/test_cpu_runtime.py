@@ -187,7 +187,7 @@ def test_a_runaway_loop_is_stopped_with_a_clear_error(cpu_client):
 
 def test_a_checked_launch_stops_a_runaway_loop_with_the_loop_guard(cpu_client):
     from cubelab.errors import LoopGuardError
-    from cpu_kernels import spin
+    from tests.fixtures.cpu_kernels import spin
 
     server = cpu_client.device.server
     out = cpu_client.empty(16)

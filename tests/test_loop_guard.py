@@ -17,7 +17,7 @@ from cubelab import inspect as ci
 from cubelab.errors import LoopGuardError
 from cubelab.prelude import ABSOLUTE_POS, Slice, SliceMut, cube, f32, u32
 
-from kernels import saxpy
+from tests.fixtures.kernels import saxpy
 
 
 @cube(launch=True, launch_unchecked=True)
