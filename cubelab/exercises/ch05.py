@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from cubelab.exercises import register
-from cubelab.exercises.kinds import CountExercise, KernelExercise
+from cubelab.exercises.kinds import CountExercise, KernelExercise, KernelIdDiffExercise
 from cubelab.prelude import *  # noqa: F403
 
 F = Float.generic("F")  # noqa: F405
@@ -62,6 +62,25 @@ def run_oob(client: Any, checked: bool, rule: str | None = None) -> np.ndarray:
                       BufferArg.from_raw_parts(xh, 6), BufferArg.from_raw_parts(yh, 6),  # noqa
                       BufferArg.from_raw_parts(out, 8), False)  # noqa: F405
         return f32.from_bytes(client.read_one(out))  # noqa: F405
+
+
+register(KernelIdDiffExercise(
+    "ch05.two_launchers",
+    "Two launchers, two KernelIds",
+    "`add.launch[f32]` and `add.launch_unchecked[f32]` are called with the same arguments (the "
+    "seed's out-of-bounds program). Which fields of the KernelId differ between the two "
+    "launches? (Answer with field names, e.g. `\"cube_dim\"`, or `\"none\"`.)",
+    "`#[cube(launch, launch_unchecked)]` generates two functions that differ only in what they "
+    "put into KernelSettings. Everything else — the kernel type, the cube dim, the Info "
+    "(element type, Comptime `relu`) — is the same.",
+    ("none", "mode, relu", "cube_dim"),
+    code="run_oob(client, checked=True)    # add.launch[f32]\n"
+    "run_oob(client, checked=False)   # add.launch_unchecked[f32]",
+    first=lambda c: run_oob(c, checked=True),
+    second=lambda c: run_oob(c, checked=False),
+    explanation="Only `mode` (Checked vs Unchecked): a second compile — even though, under "
+    "0.11.3's rule, the two compile to the same code apart from the entry name.",
+))
 
 
 def _zeros(report: Any) -> int:

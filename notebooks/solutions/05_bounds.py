@@ -1,5 +1,8 @@
 # Solutions to notebooks/05_bounds.ipynb — one section per exercise, the full answer cell.
 
+# %% exercise: ch05.two_launchers
+answer = "mode"
+
 # %% exercise: ch05.default_rows
 answer = 2
 
