@@ -105,6 +105,43 @@ def run_course(runtime: str, chapters: list[Path]) -> list[list[Any]]:
     return rows
 
 
+def server_rss() -> list[Any]:
+    """RSS of the other process every student has: their Jupyter server (JupyterLab), idle."""
+    import socket
+    import subprocess
+    import tempfile
+    import urllib.request
+
+    import psutil
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    root = tempfile.mkdtemp(prefix="cubelab-server-")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", f"--ServerApp.port={port}",
+         "--ServerApp.ip=127.0.0.1", "--ServerApp.port_retries=0", "--IdentityProvider.token=t",
+         f"--ServerApp.root_dir={root}", "--ServerApp.allow_root=True"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token=t", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.3)
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/lab?token=t", timeout=20).read()
+        time.sleep(1)
+        p = psutil.Process(proc.pid)
+        rss, cpu = _usage(p)
+        return ["(the student's JupyterLab server, idle)", "-", "", "", f"{cpu:.1f}",
+                f"{rss:.0f}", "", 0]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runtime", action="append", choices=["cpu", "wgpu"],
@@ -115,7 +152,7 @@ def main() -> None:
                       if CHAPTER_NAME.match(p.name)
                       and (not args.stems or any(p.stem.startswith(s) for s in args.stems)))
     print("chapters:", ", ".join(p.stem for p in chapters), flush=True)
-    rows: list[list[Any]] = []
+    rows: list[list[Any]] = [server_rss()]
     for runtime in args.runtime or ["cpu", "wgpu"]:
         rows += run_course(runtime, chapters)
     print()

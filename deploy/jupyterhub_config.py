@@ -21,8 +21,9 @@ same set-up through TLJH's own `tljh-config`). The shape, as TLJH has it:
   kernels' memory.
 
 Every knob is an environment variable read once below, so the file itself stays as shipped. The
-sizes come from the measurements in docs/classroom.md: a student's kernel after the whole course
-is ~0.4 GiB RSS; 2 GiB leaves room for their own experiments. The trap: lavapipe (Mesa's software
+sizes come from the measurements in docs/classroom.md: a student holds ~0.3 GiB (their JupyterLab
+server and one lavapipe kernel after the whole course), ~0.65 GiB with three chapters open; 2 GiB
+leaves room for their own experiments, and ~150-160 students share a 16-core / 128 GiB machine. The trap: lavapipe (Mesa's software
 Vulkan driver) starts one render thread per core *in every student's process* unless
 `LP_NUM_THREADS` says otherwise; on a 16-core machine with 100 students that is 1600 threads
 fighting over 16 cores. It is set to the CPU limit here.
