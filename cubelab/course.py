@@ -95,7 +95,7 @@ def _nbgrader(cell: dict[str, Any], grade_id: str, *, solution: bool = False, gr
     cell.setdefault("metadata", {})["nbgrader"] = meta
 
 
-def test_cell_source(key: str) -> str:
+def graded_test_source(key: str) -> str:
     """The autograder test that replaces an exercise's check cell."""
     return (f"# Graded (locked): runs your answer for real; when grading, on the CPU runtime.\n"
             f"import cubelab.exercises\n"
@@ -130,7 +130,8 @@ def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
         key, role = tag.get("exercise"), tag.get("role")
         where = f"{notebook.name} cell {index + 1}"
         if key is None:
-            _nbgrader(cell, f"{stem}-cell-{index + 1}", locked=True)
+            # the cell's nbformat id when it has one: stable when a teacher inserts a cell
+            _nbgrader(cell, f"{stem}-{cell.get('id') or f'cell-{index + 1}'}", locked=True)
         elif role not in ROLES:
             raise BuildError(f"{where}: exercise {key!r} has role {role!r}; "
                              f"the convention's roles are {', '.join(ROLES)}")
@@ -157,7 +158,7 @@ def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
             else:
                 if cell.get("cell_type") != "code":
                     raise BuildError(f"{where}: the check cell of {key!r} must be a code cell")
-                cell["source"] = test_cell_source(key)
+                cell["source"] = graded_test_source(key)
                 _nbgrader(cell, _grade_id(key), grade=True, locked=True, points=points)
                 exercises.append(key)
             if cell.get("cell_type") == "code":

@@ -43,6 +43,7 @@ ADMINS = {u for u in os.environ.get("CUBELAB_HUB_ADMINS", "teacher").split(",") 
 CLASS_LIST = os.environ.get("CUBELAB_HUB_CLASS_LIST", "")  # a file: one username per line
 CULL_AFTER_S = int(os.environ.get("CUBELAB_HUB_CULL_S", "3600"))
 STATE_DIR = os.environ.get("CUBELAB_HUB_STATE", "/srv/jupyterhub")
+EXCHANGE = os.environ.get("CUBELAB_HUB_EXCHANGE", "/srv/nbgrader/exchange")  # nbgrader's
 
 # -- the hub itself: behind a TLS-terminating reverse proxy (Caddy/nginx/traefik) on this host --
 c.JupyterHub.bind_url = os.environ.get("CUBELAB_HUB_URL", "http://127.0.0.1:8000")
@@ -87,12 +88,17 @@ c.SystemdSpawner.isolate_tmp = True
 c.SystemdSpawner.isolate_devices = True  # no /dev/dri etc.: lavapipe needs none (GPU: see docs)
 c.SystemdSpawner.disable_user_sudo = True
 c.SystemdSpawner.unit_extra_properties = {"TasksMax": "512"}  # a fork bomb stays in its unit
+# DynamicUser units see the file system read-only outside their home: nbgrader's exchange, where
+# students fetch and submit assignments, must be named to stay writable.
+c.SystemdSpawner.readwrite_paths = [EXCHANGE]
 c.Spawner.cmd = [f"{USER_ENV}/bin/jupyterhub-singleuser"]
 c.SystemdSpawner.extra_paths = [f"{USER_ENV}/bin"]
 c.Spawner.default_url = "/lab"
 c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 60
 c.Spawner.environment = {
+    # lavapipe prints an error line without it; the unit's /tmp is private (isolate_tmp)
+    "XDG_RUNTIME_DIR": "/tmp",
     # one lavapipe render thread per core the student may use (see the module's docstring)
     "LP_NUM_THREADS": str(max(1, math.ceil(CPU_LIMIT))),
     # numpy's BLAS pools likewise (the CPU runtime is numpy)

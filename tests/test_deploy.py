@@ -43,6 +43,7 @@ def test_one_machine_hub_runs_one_limited_systemd_unit_per_student(
     assert c.Spawner.cmd == ["/opt/cubelab/bin/jupyterhub-singleuser"]  # the shared environment
     assert c.Spawner.environment["LP_NUM_THREADS"] == "2"  # lavapipe: threads = the CPU limit
     assert c.JupyterHub.services[0]["name"] == "idle-culler"
+    assert c.SystemdSpawner.readwrite_paths == ["/srv/nbgrader/exchange"]  # students can submit
 
 
 def test_one_machine_hub_accounts_native_by_default_or_the_hosts_users(
