@@ -50,7 +50,7 @@ class _Mark:
 
     def insert(self, s: Scope, new_ops: list[Op]) -> None:
         if self.after is None:
-            index = s._prologue_end if self.is_root else 0  # noqa: SLF001 - same package family
+            index = s.prologue_end if self.is_root else 0
         else:
             index = next(i for i, o in enumerate(self.block.ops) if o is self.after) + 1
         self.block.ops[index:index] = new_ops
@@ -59,7 +59,7 @@ class _Mark:
 def _mark(s: Scope) -> _Mark:
     block = s.block
     after = block.ops[-1] if block.ops else None
-    prologue_end = s._prologue_end  # noqa: SLF001
+    prologue_end = s.prologue_end
     if block is s.root and after is not None and s.root.ops.index(after) < prologue_end:
         after = None
     return _Mark(block, after, block is s.root)
@@ -365,7 +365,7 @@ def while_(s: Scope, cond: Callable[[], Any], body: Callable[[], None], at: Pos)
 def _before(s: Scope, op: Op) -> _Mark:
     block = s.block
     i = next(i for i, o in enumerate(block.ops) if o is op)
-    if i == 0 or (block is s.root and i <= s._prologue_end):  # noqa: SLF001
+    if i == 0 or (block is s.root and i <= s.prologue_end):
         return _Mark(block, None, block is s.root)
     return _Mark(block, block.ops[i - 1], block is s.root)
 

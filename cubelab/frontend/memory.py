@@ -74,8 +74,7 @@ def new_array(s: Scope, kind: ArrayKind, args: Sequence[Any]) -> ArrayRef:
                             f"{MAX_SHARED_BYTES}", "use a smaller tile")
         ptr = s.new_value(Pointer(Array(item, n), "shared"), "shared")
         op = Op("shared.declare", [], [ptr], {"name": f"shared_{ptr.id}"}, [], s.loc)
-        s.root.ops.insert(s._prologue_end, op)  # noqa: SLF001 - hoisted like var.declare
-        s._prologue_end += 1  # noqa: SLF001
+        s.hoist(op)  # declared at the top, like var.declare
         return ArrayRef(ptr, "shared memory", n)
     if n > MAX_LOCAL_ITEMS:
         raise error(s, f"{what}({n}) is too large for a unit's local memory",

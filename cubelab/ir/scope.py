@@ -67,14 +67,24 @@ class Scope:
     def emit(self, op_name: str, operands: list[Value], result_type: Type, **attrs: Any) -> Value:
         return self.register(op_name, operands, result_type, **attrs).result
 
+    @property
+    def prologue_end(self) -> int:
+        """Where the prologue ends in the root block: ops before this index are hoisted ones."""
+        return self._prologue_end
+
+    def hoist(self, op: Op) -> None:
+        """Append `op` to the prologue (the top of the body, before any op of the kernel's own),
+        so every branch and loop can use what it declares or computes."""
+        self.root.ops.insert(self._prologue_end, op)
+        self._prologue_end += 1
+
     def emit_prologue(self, key: Any, op_name: str, operands: list[Value], result_type: Type,
                       **attrs: Any) -> Value:
         """Emit (once per kernel) an op at the top of the body; later calls reuse its value."""
         if key in self.cache:
             return self.cache[key]
         op = Op(op_name, list(operands), [self.new_value(result_type)], attrs, [], None)
-        self.root.ops.insert(self._prologue_end, op)
-        self._prologue_end += 1
+        self.hoist(op)
         self.cache[key] = op.result
         return op.result
 
@@ -82,8 +92,7 @@ class Scope:
         """A mutable local, declared at the top of the kernel so every branch can reach it."""
         op = Op("var.declare", [], [self.new_value(Pointer(ty, "function"), hint)], {}, [],
                 self.loc)
-        self.root.ops.insert(self._prologue_end, op)
-        self._prologue_end += 1
+        self.hoist(op)
         return op.result
 
     @contextmanager
