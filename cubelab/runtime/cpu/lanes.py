@@ -24,7 +24,10 @@ from cubelab.runtime.cpu.memory import Mem, OobAccess
 from cubelab.runtime.cpu.trace import Tracer
 
 CHUNK_LANES = 1 << 16
-MAX_LOOP_ITERATIONS = 10_000_000
+# One loop execution may run this many lockstep iterations on the CPU runtime (checked or not).
+# An interpreted iteration costs a few microseconds, so 2^20 stops a runaway loop within seconds
+# (10^7 kept a student's cell busy for half a minute) while a serial loop over 10^6 items runs.
+MAX_LOOP_ITERATIONS = 1 << 20
 REPORT_LIMIT = 1000
 PRINT_LIMIT = 10_000
 
