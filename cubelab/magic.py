@@ -63,6 +63,16 @@ def _cell_frames_only(exc: BaseException, filename: str, label: str) -> list[str
     return lines
 
 
+def _cell_number(shell: Any) -> int:
+    """The `In[N]` of the cell running now. Trap: `shell.execution_count` is already N + 1 here
+    (IPython counts the cell before running it); the number of the running cell is on the
+    displayhook's current `ExecutionResult`. Outside a cell (`run_cell_magic` called directly)
+    there is none and the counter has not moved."""
+    result = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+    count = getattr(result, "execution_count", None)
+    return int(count) if count is not None else int(shell.execution_count)
+
+
 class _Session:
     """Where the magics get their client: `Device.default()` (which `%cubelab device` sets)."""
 
@@ -95,7 +105,7 @@ class CubelabMagics(Magics):
             except ValueError as exc:
                 raise UsageError(str(exc)) from None
         shell = self.shell
-        n = shell.execution_count
+        n = _cell_number(shell)
         header = f"%%cube {line}".rstrip()
         filename = shell.compile.cache(f"{header}\n{cell}", n)
         label = f"Cell In[{n}]"
@@ -114,6 +124,11 @@ class CubelabMagics(Magics):
         found = [v for k, v in ns.items()
                  if isinstance(v, CubeFunction) and before.get(k) != id(v)
                  and v.file == filename]
+        try:
+            for f in found:  # the cell has run: every name a kernel reads must exist now
+                f.check_names()
+        except CubeError as exc:
+            raise CellError(exc, self._format(exc, filename, label)) from None
         if args.no_display or not found:
             return None
         return self._inspectors(found, args.show, label)

@@ -51,7 +51,14 @@ def test_unsupported_source_is_refused_at_decoration_with_a_caret(define, kernel
     assert_points_at(info.value, kernel, needle, hint)
 
 
-def test_an_unknown_name_is_refused_at_the_first_launch(client):
+def test_a_name_bound_nowhere_is_refused_at_decoration_with_the_closest_name():
+    with pytest.raises(KernelSourceError) as info:
+        bk.define_misspelt_name()
+    assert "unknown name `ABSOLUT_POS`" in str(info.value)
+    assert_points_at(info.value, "misspelt_name", "ABSOLUT_POS", "did you mean `ABSOLUTE_POS`?")
+
+
+def test_a_name_the_file_binds_but_never_set_is_refused_at_the_first_launch(client):
     out = client.empty(16)
     with pytest.raises(KernelSourceError) as info:
         bk.unknown_name.launch(client, CubeCount.Static(1), CubeDim.new_1d(4),

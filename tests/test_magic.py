@@ -256,3 +256,39 @@ def test_races_on_needs_the_cpu_runtime(ip, monkeypatch, wgpu_client):
     monkeypatch.setenv("CUBELAB_DEVICE", "wgpu")
     with pytest.raises(UsageError, match="device cpu"):
         ip.run_line_magic("cubelab", "races on")
+
+
+def _err(capsys) -> str:
+    shown = capsys.readouterr()
+    return shown.out + shown.err
+
+
+def test_a_cube_cell_is_labelled_with_its_own_execution_count(ip):
+    n = ip.execution_count
+    r = ip.run_cell(DOUBLE.format(opts=""), store_history=True)
+    assert r.success and r.execution_count == n
+    header = r.result.widget.children[0].value
+    assert f"Cell In[{n}], line 4" in header and f"Cell In[{n + 1}]" not in header
+
+
+def test_a_definition_error_names_the_cell_that_holds_it(ip, capsys):
+    n = ip.execution_count
+    r = ip.run_cell('%%cube\nfrom cubelab.prelude import *\n\n@cube(launch=True)\n'
+                    'def bad(x: SliceMut[f32]):\n    x[0] = (lambda v: v)(x[0])\n',
+                    store_history=True)
+    assert not r.success
+    assert f"Cell In[{n}], line 6:" in _err(capsys)
+
+
+def test_a_typo_in_a_cube_cell_fails_that_cell_with_a_caret(ip, capsys):
+    n = ip.execution_count
+    r = ip.run_cell('%%cube\nfrom cubelab.prelude import *\n\n@cube(launch=True)\n'
+                    'def typo(x: SliceMut[f32]):\n    x[ABSOLUTE_POS] = x[ABSOLUT_POS] * 2.0\n',
+                    store_history=True)
+    assert not r.success
+    text = _err(capsys)
+    assert f"Cell In[{n}], line 6:" in text and "unknown name `ABSOLUT_POS`" in text
+    assert "did you mean `ABSOLUTE_POS`?" in text
+    lines = text.splitlines()
+    src = next(i for i, ln in enumerate(lines) if "x[ABSOLUT_POS]" in ln)
+    assert lines[src][lines[src + 1].index("^"):].startswith("ABSOLUT_POS")

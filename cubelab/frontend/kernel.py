@@ -100,6 +100,7 @@ class CubeFunction:
         self._make = self._compile_expand()
         self.generics = self._collect_generics()
         self._names_checked = False
+        self.check_names_at_decoration()
         self.launch = Launcher(self, ExecutionMode.Checked) if launch else None
         self.launch_unchecked = (Launcher(self, ExecutionMode.Unchecked)
                                  if launch_unchecked else None)
@@ -236,19 +237,48 @@ class CubeFunction:
         visit(self)
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
-    # -- name check on the calling thread, once ----------------------------------------------
+    # -- name checks: at decoration for typos, at the first launch for the rest ---------------
+    def _unresolved(self) -> list[tuple[str, int, int]]:
+        import builtins as _b
+
+        closure = set(self.fn.__code__.co_freevars)
+        return [(name, line, col) for name, (line, col) in self.rewritten.free_names.items()
+                if not (name in closure or name in self.fn.__globals__ or hasattr(_b, name)
+                        or name in self._type_vars)]
+
+    def _unknown_name(self, name: str, line: int, col: int) -> KernelSourceError:
+        import builtins as _b
+        import difflib
+
+        known = [*self.fn.__globals__, *self.fn.__code__.co_freevars, *self._type_vars,
+                 *(n for n in dir(_b) if not n.startswith("_"))]
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        hint = (f"did you mean `{close[0]}`? " if close else "") + \
+            "define it (or import it) before the kernel, or pass it as an argument"
+        return self._error(line, col, f"unknown name `{name}`", hint)
+
+    def check_names_at_decoration(self) -> None:
+        """A name that is bound nowhere — not in the kernel's globals, the builtins, its
+        closure, nor anywhere in the file or cell that defines it — can only be a typo: refuse
+        it now, so the cell holding the typo is the one that fails. A name the file binds later
+        (a helper defined below the kernel that calls it) waits for the first launch."""
+        unresolved = self._unresolved()
+        if not unresolved:
+            self._names_checked = True
+            return
+        bound = _names_bound_in("".join(self.file_lines))
+        if bound is None:
+            return  # the file does not parse on its own (an exec'd string): wait for launch
+        for name, line, col in unresolved:
+            if name not in bound:
+                raise self._unknown_name(name, line, col)
+
     def check_names(self) -> None:
+        """On the calling thread, once, before the first launch or inlining."""
         if self._names_checked:
             return
-        closure = set(self.fn.__code__.co_freevars)
-        for name, (line, col) in self.rewritten.free_names.items():
-            if name in closure or name in self.fn.__globals__ or hasattr(_b, name):
-                continue
-            if name in self._type_vars:
-                continue
-            raise self._error(line, col, f"unknown name `{name}`",
-                              "define it at module level (or import it) before launching, or "
-                              "pass it as an argument")
+        for name, line, col in self._unresolved():
+            raise self._unknown_name(name, line, col)
         self._names_checked = True
 
     # -- expansion ----------------------------------------------------------------------------
@@ -295,6 +325,37 @@ class CubeFunction:
     def __repr__(self) -> str:
         kind = "kernel" if self.is_kernel else "helper"
         return f"<@cube {kind} {self.__name__}>"
+
+
+def _names_bound_in(text: str) -> set[str] | None:
+    """The global names a file or cell binds at its top level (assignments, defs, classes,
+    imports, loop targets; not the locals of its functions), or None when it does not parse on
+    its own. A star import adds nothing here: it ran before the decorator, so its names are
+    already in the kernel's globals."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        # a notebook cell may hold IPython syntax (`%%cube`, `%time`, `!ls`): blank those lines
+        lines = ["" if ln.lstrip().startswith(("%", "!")) else ln for ln in text.split("\n")]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except (SyntaxError, ValueError):
+            return None
+    names: set[str] = set()
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names if a.name != "*")
+        elif isinstance(node, ast.Global):
+            names.update(node.names)
+        todo.extend(ast.iter_child_nodes(node))
+    return names
 
 
 def cube(fn: Callable[..., Any] | None = None, *, launch: bool = False,
