@@ -63,6 +63,16 @@ fi
 # shellcheck disable=SC1091
 source .venv/bin/activate
 
+# Notebooks are committed without outputs (the suite checks what git would commit). In a git
+# checkout, nbstripout's git filter strips them on the way into git, so running and saving a
+# notebook never shows up as a change, never gets committed, and never fails the next test run.
+# It is configured in this checkout only (.git/config, .git/info/attributes).
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1 \
+    && ! .venv/bin/nbstripout --is-installed >/dev/null 2>&1; then
+  .venv/bin/nbstripout --install
+  echo "cubelab setup: notebooks are stripped of outputs when committed (nbstripout git filter)"
+fi
+
 # lavapipe prints an error line when XDG_RUNTIME_DIR is unset.
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "${XDG_RUNTIME_DIR}" ]; then
   export XDG_RUNTIME_DIR="$(mktemp -d)"

@@ -14,11 +14,20 @@ which `Device.default()` obeys — the notebooks never name a runtime):
 
 Cells tagged `raises-exception` may raise (none of the chapters needs it). How long each run
 takes is measured by benchmarks/notebooks.py, not asserted here.
+
+What git would commit of each notebook has no outputs. A student who runs and saves a notebook
+has outputs in the working file; in a checkout set up by `scripts/setup.sh` the nbstripout git
+filter strips them on the way into git, so that is neither a change nor a failure (the runs
+start from cleared outputs). What must never happen is a commit *with* outputs: that check reads
+the notebook as git's clean filter hands it to the repository.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +38,26 @@ nbformat = pytest.importorskip("nbformat", reason="the test extra (nbformat, nbc
 from nbclient import NotebookClient  # noqa: E402
 
 RUNTIMES = ["cpu", "wgpu"]
+
+
+def what_git_would_commit(path: Path) -> str:
+    """The file as `git add` would store it: through its clean filter, when one is configured."""
+    text = path.read_text()
+    git = ["git", "-C", str(path.parent)]
+    attr = subprocess.run([*git, "check-attr", "filter", "--", path.name], capture_output=True,
+                          text=True, timeout=60)
+    name = attr.stdout.rsplit(": ", 1)[-1].strip() if attr.returncode == 0 else ""
+    if name in ("", "unspecified", "unset", "set"):
+        return text
+    clean = subprocess.run([*git, "config", f"filter.{name}.clean"], capture_output=True,
+                           text=True, timeout=60).stdout.strip()
+    if not clean:
+        return text  # an attribute without a configured filter: git stores the file as it is
+    cmd = clean.replace("%f", shlex.quote(path.name))
+    out = subprocess.run(cmd, shell=True, input=text, capture_output=True, text=True,  # noqa: S602
+                         cwd=path.parent, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
 
 
 def test_there_are_chapters():
@@ -50,6 +79,16 @@ def test_a_chapter_is_in_english_and_has_at_least_three_exercises(path):
     assert len(exercise_cells(nb, path.name)) >= 3, f"{path.name} has fewer than 3 exercises"
 
 
+@pytest.mark.parametrize("path", CHAPTERS, ids=[p.stem for p in CHAPTERS])
+def test_a_chapter_is_committed_without_outputs(path):
+    nb = nbformat.reads(what_git_would_commit(path), as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert not cell.get("outputs"), (
+                f"{path.name} would be committed with outputs: strip it "
+                f"(nbstripout {path}), or run scripts/setup.sh once to install the git filter")
+
+
 def execute(path, runtime, request, monkeypatch, solved=False):  # type: ignore[no-untyped-def]
     if runtime == "wgpu":
         request.getfixturevalue("wgpu_client")  # skips (or fails in CI) without an adapter
@@ -57,9 +96,9 @@ def execute(path, runtime, request, monkeypatch, solved=False):  # type: ignore[
     monkeypatch.delenv("CUBELAB_GRADING", raising=False)
     monkeypatch.delenv("CUBELAB_DEBUG_LOG", raising=False)
     nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
+    for cell in nb.cells:  # a notebook saved after a run still runs from a clean state
         if cell.cell_type == "code":
-            assert not cell.get("outputs"), f"{path.name} is committed with outputs: strip it"
+            cell.outputs, cell.execution_count = [], None
     exercises = exercise_cells(nb, path.name)
     if solved:
         sol = solutions(path.stem)
