@@ -73,7 +73,9 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1 \
   echo "cubelab setup: notebooks are stripped of outputs when committed (nbstripout git filter)"
 fi
 
-# lavapipe prints an error line when XDG_RUNTIME_DIR is unset.
+# lavapipe prints an error line when XDG_RUNTIME_DIR is unset. cubelab sets a private one itself
+# before it first touches Vulkan (runtime/wgpu/server.py: ensure_runtime_dir), for kernels and
+# processes started any other way; this covers other Vulkan users started from this shell.
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "${XDG_RUNTIME_DIR}" ]; then
   export XDG_RUNTIME_DIR="$(mktemp -d)"
 fi

@@ -60,8 +60,26 @@ def _pad4(n: int) -> int:
     return max(4, (n + 3) & ~3)
 
 
+def ensure_runtime_dir() -> None:
+    """Give the Vulkan loader a valid `XDG_RUNTIME_DIR` before it is first touched.
+
+    Mesa's drivers link libwayland, which prints "error: XDG_RUNTIME_DIR is invalid or not set
+    in the environment." (twice, on stderr, from C — no Python logger can catch it) when the
+    variable is unset or not an absolute path; that is the case in a JupyterLab started by a
+    service, a container or `sudo`, and it reached students as the first line of their first
+    cell. A compute-only client never talks to a display server, so a private, empty, 0700
+    directory (`mkdtemp`) is a correct value; an existing valid one is left alone."""
+    import os
+    import tempfile
+
+    current = os.environ.get("XDG_RUNTIME_DIR", "")
+    if not (os.path.isabs(current) and os.path.isdir(current)):
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="cubelab-xdg-")
+
+
 def request_adapter() -> Any | None:
     """The best wgpu adapter, or None when the machine has none (no Vulkan driver, ...)."""
+    ensure_runtime_dir()
     try:
         import wgpu
     except ImportError:
