@@ -9,8 +9,10 @@
     cubelab course build [01 03 ...]                 nbgrader source assignments (cubelab/course.py)
 
 Output is highlighted through rich when it is installed (`pip install cubelab[terminal]`) and
-stdout is a terminal (`--color always|never` overrides); otherwise plain text. Nothing here runs
-on a device except `demo`.
+stdout is a terminal (`--color always|never` overrides); otherwise it is plain text — no boxes,
+nothing cropped — so `cubelab wgsl kernels.py::add > add.wgsl` writes the WGSL itself (the code commands print
+only the code then; the title goes with the colours). Nothing
+here runs on a device except `demo`.
 """
 
 from __future__ import annotations
@@ -88,25 +90,46 @@ def _instance(args: argparse.Namespace) -> Any:
 
 
 class Out:
-    """Print views through rich (colour) or as plain text."""
+    """Print views through rich (colour, panels) or as plain text.
+
+    Plain text whenever stdout is not a terminal (`cubelab wgsl ... > x.wgsl`, a pipe, a
+    notebook's `!cubelab`) or with `--color never`: what lands in a file is the code, never a
+    box drawn around it. rich only for a terminal (or `--color always`), and never cropped: code
+    wraps at the terminal's edge, and output forced into colour off a terminal gets the width
+    its widest line needs."""
 
     def __init__(self, color: str) -> None:
         self.console = None
-        want = color == "always" or (color == "auto" and sys.stdout.isatty()
-                                     and not os.environ.get("NO_COLOR"))
+        tty = sys.stdout.isatty()
+        if color == "never" or (color == "auto" and (not tty or os.environ.get("NO_COLOR"))):
+            return
         try:
             from rich.console import Console
         except ImportError:
             return
-        self.console = Console(force_terminal=want if color != "auto" else None,
-                               no_color=not want, highlight=False,
-                               width=None if sys.stdout.isatty() else 110)
+        self.console = Console(force_terminal=True, highlight=False)
+        self.fit_width = not tty
+
+    code_only = False  # `expand`/`ir`/`wgsl`/`msl`: plain output is the code and nothing else
 
     def __call__(self, view: Any) -> None:
         if self.console is None:
-            print(view.text() if hasattr(view, "text") else view)
-        else:
-            self.console.print(view.rich() if hasattr(view, "rich") else view)
+            from cubelab.inspect.views import CodeView
+
+            if self.code_only and isinstance(view, CodeView):
+                print(view.source.rstrip("\n"))
+            else:
+                print(view.text() if hasattr(view, "text") else view)
+            return
+        renderable = view.rich() if hasattr(view, "rich") else view
+        width = None
+        if self.fit_width:
+            from rich.measure import Measurement
+
+            need = Measurement.get(self.console, self.console.options.update_width(10_000),
+                                   renderable).maximum
+            width = max(self.console.width, need)
+        self.console.print(renderable, width=width)
 
 
 def _cmd_expand(args: argparse.Namespace, out: Out) -> None:
@@ -206,7 +229,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cubelab.errors import CubeError
 
     try:
-        args.fn(args, Out(args.color))
+        out = Out(args.color)
+        out.code_only = args.command in ("expand", "ir", "wgsl", "msl")
+        args.fn(args, out)
     except CubeError as exc:
         print(f"cubelab: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

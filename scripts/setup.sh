@@ -68,8 +68,8 @@ source .venv/bin/activate
 # notebook never shows up as a change, never gets committed, and never fails the next test run.
 # It is configured in this checkout only (.git/config, .git/info/attributes).
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1 \
-    && ! .venv/bin/nbstripout --is-installed >/dev/null 2>&1; then
-  .venv/bin/nbstripout --install
+    && ! .venv/bin/python -m nbstripout --is-installed >/dev/null 2>&1; then
+  .venv/bin/python -m nbstripout --install
   echo "cubelab setup: notebooks are stripped of outputs when committed (nbstripout git filter)"
 fi
 

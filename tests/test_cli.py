@@ -81,3 +81,72 @@ def test_demo_runs_the_seed_000_experiments(capsys):
     assert "saxpy y = [1, 3, 5" in out
     assert "3 compiles, 1 hits" in out and "answer: 3 compiles, 1 cache hit" in out
     assert "[11, 22, 33, 44, 55, 66, 0, 0]" in out and "[11, 22, 33, 44, 55, 66, 66, 66]" in out
+
+
+LONG_KERNEL = '''from cubelab.prelude import *
+
+
+@cube(launch=True)
+def long_line(x: Slice[f32], out: SliceMut[f32]):
+    out[ABSOLUTE_POS] = x[ABSOLUTE_POS] * f32(1.0) + x[ABSOLUTE_POS] * f32(2.0) + x[ABSOLUTE_POS] * f32(3.0) + x[ABSOLUTE_POS] * f32(4.0) + f32(5.0)
+'''
+BOX = set("│╭╮╰╯─━┃")
+
+
+def _squash(text: str) -> str:
+    """Text without whitespace, box drawing or ANSI colour: what is left when nothing is cropped."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    return "".join(ch for ch in text if not ch.isspace() and ch not in BOX)
+
+
+def _cli(*argv: str, cwd: Path) -> str:
+    out = subprocess.run([sys.executable, "-m", "cubelab", *argv], capture_output=True,
+                         text=True, timeout=300, cwd=cwd)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.parametrize("color", [[], ["--color", "never"]], ids=["piped", "never"])
+def test_piped_wgsl_is_the_wgsl_itself_no_box_no_crop(tmp_path, color):
+    from cubelab import inspect as I
+    from cubelab.cli import load_kernel
+    from cubelab.frontend.types import f32
+
+    (tmp_path / "long_kernels.py").write_text(LONG_KERNEL)
+    spec = f"{tmp_path / 'long_kernels.py'}::long_line"
+    wgsl = _cli(*color, "wgsl", spec, "--types", "", cwd=tmp_path)
+    expected = I.compiled(I.default_instance(load_kernel(spec)), "fixed").wgsl.source
+    assert wgsl.strip("\n") == expected.strip("\n")
+    assert not BOX & set(wgsl)
+    expand = _cli(*color, "expand", spec, cwd=tmp_path)
+    assert max(len(ln) for ln in expand.splitlines()) > 150  # the long line, whole
+    assert expand.startswith("def expand(")
+
+
+def test_colour_forced_into_a_pipe_is_never_cropped(tmp_path):
+    (tmp_path / "long_kernels.py").write_text(LONG_KERNEL)
+    out = _cli("--color", "always", "expand", f"{tmp_path / 'long_kernels.py'}::long_line",
+               cwd=tmp_path)
+    from cubelab import inspect as I
+    from cubelab.cli import load_kernel
+
+    expanded = I.expanded(load_kernel(f"{tmp_path / 'long_kernels.py'}::long_line"))
+    assert "\x1b[" in out and max(len(ln) for ln in expanded.splitlines()) > 150
+    for line in expanded.splitlines():
+        assert _squash(line) in _squash(out), line
+
+
+def test_the_demo_in_a_narrow_terminal_wraps_the_expansion_instead_of_cropping(monkeypatch,
+                                                                               capsys):
+    from cubelab import inspect as I
+    from cubelab.exercises.seed000 import saxpy
+
+    monkeypatch.setenv("COLUMNS", "60")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["demo", "--device", "cpu"]) == 0
+    shown = _squash(capsys.readouterr().out)
+    for line in I.expanded(saxpy).splitlines():
+        assert _squash(line) in shown, line

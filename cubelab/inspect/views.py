@@ -99,7 +99,7 @@ class CodeView(View):
         syntax = Syntax(self.source.rstrip("\n"), lexer_for(self.lang), theme="ansi_dark",
                         line_numbers=True, start_line=self.first_line,
                         highlight_lines={n + self.first_line - 1 for n in self.hl_lines},
-                        word_wrap=False, background_color="default")
+                        word_wrap=True, background_color="default")  # wrap, never crop
         return Panel(syntax, title=self.title, title_align="left") if self.title else syntax
 
 
