@@ -112,12 +112,16 @@ def _cli(*argv: str, cwd: Path) -> str:
 def test_piped_wgsl_is_the_wgsl_itself_no_box_no_crop(tmp_path, color):
     from cubelab import inspect as I
     from cubelab.cli import load_kernel
-    from cubelab.frontend.types import f32
 
     (tmp_path / "long_kernels.py").write_text(LONG_KERNEL)
     spec = f"{tmp_path / 'long_kernels.py'}::long_line"
     wgsl = _cli(*color, "wgsl", spec, "--types", "", cwd=tmp_path)
-    expected = I.compiled(I.default_instance(load_kernel(spec)), "fixed").wgsl.source
+    from cubelab.cli import parser
+    from cubelab.runtime.kernel import CubeDim
+
+    rule = parser().parse_args(["wgsl", spec]).checked_io
+    expected = I.compiled(I.default_instance(load_kernel(spec), CubeDim.new_1d(1)),
+                          rule).wgsl.source
     assert wgsl.strip("\n") == expected.strip("\n")
     assert not BOX & set(wgsl)
     expand = _cli(*color, "expand", spec, cwd=tmp_path)
