@@ -55,7 +55,7 @@ def what_git_would_commit(path: Path) -> str:
         return text  # an attribute without a configured filter: git stores the file as it is
     cmd = clean.replace("%f", shlex.quote(path.name))
     out = subprocess.run(cmd, shell=True, input=text, capture_output=True, text=True,  # noqa: S602
-                         cwd=path.parent, timeout=120)
+                         cwd=path.parent, timeout=600)
     assert out.returncode == 0, out.stderr
     return out.stdout
 
