@@ -4,11 +4,91 @@
         y[ABSOLUTE_POS] = (lambda v: v)(x[ABSOLUTE_POS])
                            ^
       hint: write a @cube helper function and call it instead
+
+Where the kernel was written in a notebook cell, the place reads as IPython writes it —
+`Cell In[7], line 3:9` — not as the temporary file IPython compiled the cell from
+(`/tmp/ipykernel_…/123.py`). IPython's map from those files to cell numbers is read only when
+IPython is already loaded; cubelab never imports it.
+
+The traceback a student sees ends at their own line. Errors cross the public API (`@cube`,
+`launch`, `read`, `check`, `sync`, ...) through `api_boundary`, which drops cubelab's own frames
+from a `CubeError`'s traceback — as JAX and Triton do — because the message already says where
+the mistake is and a screen of runtime internals above it only hides that. Developers get every
+frame back with `CUBELAB_TRACEBACK=full`.
 """
 
 from __future__ import annotations
 
+import functools
 import linecache
+import os
+import sys
+import types
+from typing import Any, Callable, TypeVar
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def source_label(file: str) -> str | None:
+    """`Cell In[N]` when `file` is the name IPython compiled notebook cell N under (plain cells
+    and `%%cube` ones alike), else None."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    try:
+        shell = ipython.get_ipython()
+        number = shell.compile._filename_map.get(file) if shell is not None else None
+    except Exception:  # noqa: BLE001 - an IPython without that map: name the file instead
+        return None
+    return f"Cell In[{number}]" if number is not None else None
+
+
+def location(file: str, line: int, col: int | None = None) -> str:
+    """Where a piece of source is, as its reader names it: `Cell In[7], line 3:9` for a
+    notebook cell, `kernels.py:3:9` for a file (col is 1-based here)."""
+    tail = f":{col}" if col is not None else ""
+    label = source_label(file)
+    return f"{label}, line {line}{tail}" if label else f"{file}:{line}{tail}"
+
+
+def _internal(frame: types.FrameType) -> bool:
+    name = frame.f_code.co_filename
+    return name.startswith(_PACKAGE_DIR) or name.startswith("<cubelab ")
+
+
+def user_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """The traceback without cubelab's own frames (those of its package and its generated
+    `expand` code); the student's frames keep their order."""
+    kept: list[types.TracebackType] = []
+    while tb is not None:
+        if not _internal(tb.tb_frame):
+            kept.append(tb)
+        tb = tb.tb_next
+    out: types.TracebackType | None = None
+    for entry in reversed(kept):
+        out = types.TracebackType(out, entry.tb_frame, entry.tb_lasti, entry.tb_lineno)
+    return out
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def api_boundary(fn: F) -> F:
+    """Mark a public entry point: a `CubeError` leaving it loses cubelab's frames (unless
+    `CUBELAB_TRACEBACK=full`). The trap: the bare `raise` matters — `raise exc` would add this
+    wrapper's own frame back on top."""
+
+    @functools.wraps(fn)
+    def boundary(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # noqa: F841 - pytest and IPython's debugger skip this frame
+        try:
+            return fn(*args, **kwargs)
+        except CubeError as exc:
+            if os.environ.get("CUBELAB_TRACEBACK", "").lower() != "full":
+                exc.with_traceback(user_frames(exc.__traceback__))
+            raise
+
+    return boundary  # type: ignore[return-value]
 
 
 class CubeError(Exception):
@@ -32,13 +112,18 @@ class KernelSourceError(CubeError):
                  hint: str = "", source_line: str | None = None) -> None:
         self.kernel, self.file, self.line, self.col = kernel, file, line, col
         self.message, self.hint = message, hint
-        parts = [f"in kernel `{kernel}` at {file}:{line}:{col + 1}: {message}"]
+        parts = [f"in kernel `{kernel}` at {location(file, line, col + 1)}: {message}"]
         block = caret_block(file, line, col, source_line)
         if block:
             parts.append(block)
         if hint:
             parts.append(f"  hint: {hint}")
         super().__init__("\n".join(parts))
+
+
+class KernelCallError(CubeError, TypeError):
+    """A @cube function was called like a Python function (kernels are launched, helpers are
+    called from inside kernels)."""
 
 
 class LaunchError(CubeError):

@@ -182,3 +182,38 @@ def test_a_cube_dim_checked_once_is_still_checked_for_another_launch(client):
         bk.copy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(512), *args)
     with pytest.raises(LaunchError, match="units per cube"):
         bk.copy.launch[f32](client, CubeCount.Static(1), CubeDim.new_3d(16, 16, 2), *args)
+
+
+def test_a_forgotten_client_is_named_as_the_missing_client_not_a_wrong_cube_count(client):
+    out = client.empty(16)
+    with pytest.raises(LaunchError) as info:
+        bk.copy.launch[f32](CubeCount.Static(1), CubeDim.new_1d(4),
+                            BufferArg.from_raw_parts(out, 4), BufferArg.from_raw_parts(out, 4))
+    text = str(info.value)
+    assert "the first argument is the client" in text and "Device.default().client()" in text
+    assert "cube count" not in text.split(";")[0]
+
+
+def test_launch_unchecked_without_the_decorator_flag_says_which_flag_to_add(client):
+    out = client.empty(16)
+    for use in (lambda: bk.unknown_name.launch_unchecked(client, CubeCount.Static(1),
+                                                        CubeDim.new_1d(4),
+                                                        BufferArg.from_raw_parts(out, 4)),
+                lambda: bk.copy.launch_unchecked[f32]):
+        with pytest.raises(LaunchError, match=r"@cube\(launch_unchecked=True\)"):
+            use()
+
+
+def test_calling_a_kernel_or_a_helper_like_a_function_says_what_each_is_for():
+    from cubelab.errors import KernelCallError
+    from cubelab.prelude import cube
+
+    @cube
+    def twice(v):
+        return v + v
+
+    with pytest.raises(KernelCallError, match=r"copy.launch\[\.\.\.\]\(client"):
+        bk.copy(1)
+    with pytest.raises(TypeError) as info:  # still a TypeError, for code that catches one
+        twice(1)
+    assert "@cube helper" in str(info.value) and ".launch" not in str(info.value)

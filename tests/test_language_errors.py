@@ -24,6 +24,7 @@ from cubelab.inspect import instance
 from cubelab.prelude import f32
 
 HEADER = """\
+import numpy as np
 from cubelab.prelude import *
 
 
@@ -97,6 +98,22 @@ CASES = [
      "never ends", "add a `break`", "while True"),
     ("a runtime vector component index", ["w = v4[0][i]"], "expand",
      "a vector component index must be a comptime int", "v[0] .. v[3]", "v4[0][i]"),
+    # the functions a student reaches for out of habit get the kernel's own spelling
+    ("print", ["print(x[i])"], "expand", "`print` is a plain Python function",
+     'debug_print("x = {}", x)', "print("),
+    ("len()", ["out[i] = f32(len(x))"], "expand", "`len` is a plain Python function",
+     "`x.len()`", "len(x)"),
+    ("numpy math", ["out[i] = np.sqrt(x[i])"], "expand", "`sqrt` is a plain Python function",
+     "write `sqrt(x)` (from the prelude) or `F.sqrt(x)`", "np.sqrt("),
+    ("f-string", ["s = f'{i}'"], "decorate", "f-strings are not allowed", "debug_print",
+     "f'{i}'"),
+    ("Python error while expanding", ["out[i] = f32(i32(7 // 0))"], "expand",
+     "Python raised ZeroDivisionError", "runs as plain Python when the kernel is built",
+     "7 // 0"),
+    ("out-of-range literal", ["out[i] = f32(n + 5000000000)"], "expand",
+     "the literal 5000000000 does not fit in u32", "u32 holds 0..4294967295", "n + 5000000000"),
+    ("negative literal on u32", ["out[i] = f32(n + -1)"], "expand",
+     "the literal -1 does not fit in u32", "subtract a positive literal", "n + -1"),
 ]
 
 _counter = itertools.count()

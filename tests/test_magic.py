@@ -292,3 +292,62 @@ def test_a_typo_in_a_cube_cell_fails_that_cell_with_a_caret(ip, capsys):
     lines = text.splitlines()
     src = next(i for i, ln in enumerate(lines) if "x[ABSOLUT_POS]" in ln)
     assert lines[src][lines[src + 1].index("^"):].startswith("ABSOLUT_POS")
+
+
+SETUP = '''
+import numpy as np
+from cubelab.prelude import *
+from cubelab import Device, BufferArg, CubeCount, CubeDim
+c = Device.default().client()
+'''
+RUN = '''
+h = c.create_from_slice(u32.as_bytes(np.arange(4, dtype=np.uint32)))
+bad.launch(c, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(h, 4))
+c.read_one(h)
+'''
+
+
+@pytest.mark.parametrize("body, needle", [
+    ("x[ABSOLUTE_POS] = x[ABSOLUTE_POS] / u32(2)", "x[ABSOLUTE_POS] / u32(2)"),
+    ("x[ABSOLUTE_POS] = u32(np.sqrt(x[ABSOLUTE_POS]))", "np.sqrt("),
+    ("x[ABSOLUTE_POS] = u32(1) if x[ABSOLUTE_POS] > u32(2) else u32(0)", "u32(1) if"),
+], ids=["div-u32", "np.sqrt", "runtime-ifexp"])
+def test_a_launch_error_from_a_notebook_kernel_names_the_cell_and_hides_cubelabs_frames(
+        ip, capsys, client, body, needle):
+    ip.run_line_magic("cubelab", f"device {client.name().split('<')[0]}")
+    assert ip.run_cell(SETUP, store_history=True).success
+    n = ip.execution_count
+    assert ip.run_cell("@cube(launch=True)\ndef bad(x: SliceMut[u32]):\n    " + body + "\n",
+                       store_history=True).success
+    capsys.readouterr()
+    r = ip.run_cell(RUN, store_history=True)
+    assert not r.success
+    text = _err(capsys)
+    assert f"Cell In[{n}], line 3:" in text, text
+    assert "/tmp/ipykernel" not in text and "<ipython-input" not in text
+    for internal in ("cubelab/runtime", "client.py", "runner.py", "frontend/"):
+        assert internal not in text, text  # the student's frames only
+    lines = text.splitlines()
+    src = next(i for i, ln in enumerate(lines) if needle in ln and "^" in lines[i + 1])
+    assert lines[src][lines[src + 1].index("^"):].startswith(needle.split("(")[0].split(" ")[0])
+
+
+def test_cubelab_traceback_full_shows_cubelabs_frames_again(ip, capsys, monkeypatch):
+    assert ip.run_cell(SETUP, store_history=True).success
+    assert ip.run_cell("@cube(launch=True)\ndef bad(x: SliceMut[u32]):\n"
+                       "    x[ABSOLUTE_POS] = x[ABSOLUTE_POS] / u32(2)\n",
+                       store_history=True).success
+    capsys.readouterr()
+    assert not ip.run_cell(RUN, store_history=True).success
+    assert "runner.py" not in _err(capsys)
+    monkeypatch.setenv("CUBELAB_TRACEBACK", "full")
+    assert not ip.run_cell(RUN, store_history=True).success
+    assert "runner.py" in _err(capsys)
+
+
+def test_calling_a_helper_from_python_says_it_runs_inside_kernels_not_launch(ip, capsys):
+    r = ip.run_cell("from cubelab.prelude import *\n@cube\ndef twice(v):\n    return v + v\n"
+                    "twice(1)\n", store_history=True)
+    assert not r.success
+    text = _err(capsys)
+    assert "@cube helper" in text and ".launch" not in text and "kernel.py" not in text

@@ -13,6 +13,7 @@ import builtins
 from typing import Any, Callable, Sequence
 
 from cubelab.frontend import library, memory
+from cubelab.frontend.hints import plain_call_hint
 from cubelab.frontend.operands import (
     KERNEL_VALUES,
     Pos,
@@ -101,8 +102,7 @@ def call(s: Scope, fn: Any, args: Sequence[Any], at: Pos) -> Any:
             return fn(*args)  # comptime: a plain Python call on Python values
         name = getattr(fn, "__name__", repr(fn))
         raise error(s, f"`{name}` is a plain Python function called on a runtime value",
-                    f"decorate it with @cube to call it inside a kernel, or pass only "
-                    "comptime values")
+                    plain_call_hint(fn))
     raise error(s, f"{describe(fn)} is not callable")
 
 

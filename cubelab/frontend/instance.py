@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from cubelab.errors import CubeError, KernelSourceError
 from cubelab.frontend.types import GenericScalar, ScalarKind
 from cubelab.frontend.values import RV, BufferRef
 from cubelab.ir.core import BufferParam, KernelDefinition, ScalarParam
@@ -101,7 +102,12 @@ class KernelInstance:
             else:
                 args.append(next(comptimes))
         scope.loc = None
-        fn.expand_fn()(scope, *args)
+        try:
+            fn.expand_fn()(scope, *args)
+        except (CubeError, RecursionError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - Python itself failed on a line of the kernel
+            raise _python_failed(scope, exc) from exc
         return KernelDefinition(
             name=fn.__name__, entry=self.entry, cube_dim=self.cube_dim.as_tuple(),
             buffers=buffers, scalars=scalars, body=scope.root, source_file=fn.file,
@@ -111,3 +117,18 @@ class KernelInstance:
 
     def __repr__(self) -> str:
         return f"<Kernel {self.entry}>"
+
+
+def _python_failed(scope: Scope, exc: Exception) -> KernelSourceError:
+    """Plain Python raised while a kernel was being expanded — `i32(7 // 0)` computes `7 // 0`
+    on Python ints, at expansion. Name the kernel line being expanded (the seed would call it an
+    expansion panic) instead of a bare exception with no place."""
+    loc = scope.loc
+    line, col = (loc.line, loc.col) if loc is not None else (0, 0)
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return KernelSourceError(
+        scope.kernel_name, scope.file, line, col,
+        f"Python raised {what} while expanding this line (the expansion panicked)",
+        "this part runs as plain Python when the kernel is built (its operands are Python "
+        "values, not kernel values): fix the values, or compute it in the kernel from "
+        "typed values such as i32(7)")

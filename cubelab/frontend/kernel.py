@@ -26,11 +26,11 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from cubelab.errors import KernelSourceError
+from cubelab.errors import KernelCallError, KernelSourceError, api_boundary
 from cubelab.frontend import ops
 from cubelab.frontend.operands import KERNEL_VALUES, error
 from cubelab.frontend.instance import KernelInstance
-from cubelab.frontend.launch import Launcher
+from cubelab.frontend.launch import Launcher, NoLauncher
 from cubelab.frontend.rewrite import Rewritten, rewrite
 from cubelab.frontend.types import (
     BufferSpec,
@@ -101,9 +101,10 @@ class CubeFunction:
         self.generics = self._collect_generics()
         self._names_checked = False
         self.check_names_at_decoration()
-        self.launch = Launcher(self, ExecutionMode.Checked) if launch else None
-        self.launch_unchecked = (Launcher(self, ExecutionMode.Unchecked)
-                                 if launch_unchecked else None)
+        self.launch: Any = (Launcher(self, ExecutionMode.Checked) if launch
+                            else NoLauncher(self, "launch"))
+        self.launch_unchecked: Any = (Launcher(self, ExecutionMode.Unchecked) if launch_unchecked
+                                      else NoLauncher(self, "launch_unchecked"))
         self.Kernel = KernelInstance
 
     # -- decoration-time work -----------------------------------------------------------------
@@ -315,12 +316,18 @@ class CubeFunction:
             s.call_stack.pop()
             s.file = saved_file
 
+    @api_boundary
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(
-            f"`{self.__name__}` is a @cube function: kernels are launched, not called "
-            f"({self.__name__}.launch[...](client, cube_count, cube_dim, ...)); helpers are "
-            "called from inside other kernels"
-        )
+        name = self.__name__
+        if self.is_kernel:
+            how = "launch" if isinstance(self.launch, Launcher) else "launch_unchecked"
+            raise KernelCallError(
+                f"`{name}` is a @cube kernel: kernels are launched, not called — "
+                f"{name}.{how}[...](client, cube_count, cube_dim, ...)")
+        raise KernelCallError(
+            f"`{name}` is a @cube helper: it runs only inside a kernel, where calling "
+            f"`{name}(...)` inlines it; to run it on its own, call it from a "
+            "@cube(launch=True) kernel and launch that")
 
     def __repr__(self) -> str:
         kind = "kernel" if self.is_kernel else "helper"
@@ -366,12 +373,17 @@ def cube(fn: Callable[..., Any] | None = None, *, launch: bool = False,
         def add(x: Slice[F], y: Slice[F], out: SliceMut[F], relu: Comptime[bool]): ...
     """
     if fn is not None:
-        return CubeFunction(fn, launch, launch_unchecked)
+        return _decorate(fn, launch, launch_unchecked)
 
     def wrap(f: Callable[..., Any]) -> CubeFunction:
-        return CubeFunction(f, launch, launch_unchecked)
+        return _decorate(f, launch, launch_unchecked)
 
     return wrap
+
+
+@api_boundary
+def _decorate(fn: Callable[..., Any], launch: bool, launch_unchecked: bool) -> CubeFunction:
+    return CubeFunction(fn, launch, launch_unchecked)
 
 
 if sys.version_info < (3, 11):  # pragma: no cover

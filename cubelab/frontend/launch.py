@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
-from cubelab.errors import LaunchError
+from cubelab.errors import LaunchError, api_boundary
 from cubelab.frontend.instance import KernelInstance
 from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind, bool_, f32, u32
 from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
@@ -69,6 +69,7 @@ class Launcher:
         self.mode = mode
         self._bound: dict[tuple[Any, ...], BoundLauncher] = {}
 
+    @api_boundary
     def __getitem__(self, types: Any) -> "BoundLauncher":
         key = types if isinstance(types, tuple) else (types,)
         bound = self._bound.get(key)
@@ -77,11 +78,43 @@ class Launcher:
             self._bound[key] = bound
         return bound
 
+    @api_boundary
     def __call__(self, *args: Any) -> None:
         return self[()](*args)
 
     def __repr__(self) -> str:
         return f"<{self.fn.__name__}.{'launch' if self.mode is ExecutionMode.Checked else 'launch_unchecked'}>"
+
+
+class NoLauncher:
+    """`kernel.launch_unchecked` (or `.launch`) on a kernel not declared with it: the decorator
+    makes only the launchers it is asked for, as CubeCL's macro does."""
+
+    def __init__(self, fn: CubeFunction, which: str) -> None:
+        self.fn, self.which = fn, which
+
+    def _refuse(self) -> LaunchError:
+        name = self.fn.__name__
+        if not self.fn.is_kernel:
+            return LaunchError(f"`{name}` is a @cube helper: it has no `{self.which}`; it is "
+                               "inlined into the kernels that call it")
+        return LaunchError(f"`{name}` has no `{self.which}`: its decorator did not ask for one; "
+                           f"write @cube({self.which}=True) (both: @cube(launch=True, "
+                           "launch_unchecked=True))")
+
+    @api_boundary
+    def __getitem__(self, types: Any) -> Any:
+        raise self._refuse()
+
+    @api_boundary
+    def __call__(self, *args: Any) -> Any:
+        raise self._refuse()
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"<{self.fn.__name__}.{self.which}: not declared>"
 
 
 class BoundLauncher:
@@ -124,10 +157,16 @@ class BoundLauncher:
         self._plan = plan
         return plan
 
+    @api_boundary
     def __call__(self, client: Any, cube_count: Any, cube_dim: Any, *args: Any) -> None:
         fn = self.fn
         name = fn.__name__
         fn.check_names()
+        if isinstance(client, (CubeCount, CubeDim)) or not hasattr(client, "launch"):
+            raise LaunchError(
+                f"launch of `{name}`: the first argument is the client "
+                f"(client = Device.default().client()), got {client!r}; write "
+                f"{name}.launch[...](client, cube_count, cube_dim, ...)")
         if not isinstance(cube_count, CubeCount):
             raise LaunchError(f"launch of `{name}`: the second argument is the cube count "
                               f"(CubeCount.Static(x, y, z)), got {cube_count!r}")

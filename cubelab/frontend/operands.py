@@ -25,6 +25,7 @@ import builtins
 from typing import Any, Sequence
 
 from cubelab.errors import KernelSourceError
+from cubelab.frontend.hints import literal_range_hint
 from cubelab.frontend.types import ScalarKind
 from cubelab.frontend.values import (
     RV,
@@ -80,7 +81,8 @@ def const(s: Scope, value: Any, ty: Ty) -> Value:
         value = int(value)
         lo, hi = (0, 2**32 - 1) if ty.elem is Elem.U32 else (-(2**31), 2**31 - 1)
         if not lo <= value <= hi:
-            raise error(s, f"the literal {value} does not fit in {ty.elem.value}")
+            raise error(s, f"the literal {value} does not fit in {ty.elem.value}",
+                        literal_range_hint(value, ty.elem.value))
     # Constants live once per kernel, at the top (a literal in an unrolled loop would otherwise
     # be re-emitted every iteration: a third of bit_tricks' ops). repr() keeps 0.0 and -0.0 apart.
     scalar = s.emit_prologue(("literal", ty.elem, repr(value)), "arith.constant", [],

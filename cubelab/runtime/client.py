@@ -26,7 +26,7 @@ import itertools
 import threading
 from typing import TYPE_CHECKING, Any, Iterable
 
-from cubelab.errors import LaunchError, ResourceError
+from cubelab.errors import LaunchError, ResourceError, api_boundary
 from cubelab.runtime import events as ev
 from cubelab.runtime.capture import Graph
 from cubelab.runtime.dry_run import launch_mode
@@ -116,11 +116,13 @@ class Client:
             self.events.publish(ev.BufferCreated(handle.id, handle.size))
         return handle
 
+    @api_boundary
     def create_from_slice(self, data: Any) -> Handle:
         """A new buffer holding `data` (bytes, or anything with `.tobytes()`)."""
         raw = _as_bytes(data)
         return self._alloc(Handle.new(len(raw), self._device.id), raw)
 
+    @api_boundary
     def empty(self, size: int) -> Handle:
         """A new buffer of `size` bytes whose contents are unspecified: memory reused from the
         pool keeps whatever its last owner wrote (CubeCL's `empty`). Use `zeros` for zeroes."""
@@ -152,6 +154,7 @@ class Client:
         usage afterwards."""
         return self._runner.call(self._server.memory_cleanup)  # type: ignore[no-any-return]
 
+    @api_boundary
     def write(self, handle: Handle, data: Any) -> None:
         """Host write into an existing buffer (the data becomes valid: any failure is gone)."""
         self._expect_local(handle, "write")
@@ -160,11 +163,13 @@ class Client:
             raise ValueError(f"write: {len(raw)} bytes do not fit in {handle!r}")
         self._runner.call(self._server.host_write, handle, raw, self.stream_id())
 
+    @api_boundary
     def read_one(self, handle: Handle) -> bytes:
         """The bytes of `handle`; raises `BufferFailure` (root cause, kernel, skipped launches)
         if a failed launch should have written it."""
         return self.read([handle])[0]
 
+    @api_boundary
     def read(self, handles: Iterable[Handle]) -> list[bytes]:
         hs = list(handles)
         for h in hs:
@@ -172,6 +177,7 @@ class Client:
         return self._runner.call(  # type: ignore[no-any-return]
             self._server.read, hs, self.stream_id())
 
+    @api_boundary
     def check(self, handles: Iterable[Handle]) -> None:
         """A read check without the read: raise the `BufferFailure` a buffer carries, if any.
         Sees every failure found when the launch reached the device thread (compile errors,
@@ -181,6 +187,7 @@ class Client:
             self._expect_local(h, "check")
         self._runner.call(self._server.check, hs)
 
+    @api_boundary
     def sync_buffers(self, handles: Iterable[Handle]) -> None:
         """Barrier, then answer: wait for the work touching `handles`, then `check` them."""
         hs = list(handles)
@@ -193,6 +200,7 @@ class Client:
         self._expect_local(handle, "buffer_state")
         return self._runner.call(self._server.buffer_state, [handle])[0]  # type: ignore[no-any-return]
 
+    @api_boundary
     def sync(self) -> None:
         """Wait for all submitted work. Reports device faults only: a launch's failure lives on
         the buffers it did not write (`read`, `check`, `sync_buffers` report those)."""
