@@ -40,6 +40,7 @@ def run_demo(out: Callable[[Any], None], device: str | None = None) -> None:
     from cubelab import inspect as I
     from cubelab.exercises import HOW_MANY_COMPILES
     from cubelab.exercises.seed000 import saxpy
+    from cubelab.inspect.live import plural
     from cubelab.inspect.views import CodeView, NoteView, TableView
     from cubelab.prelude import BufferArg, CubeCount, CubeDim, Device, f32
 
@@ -63,7 +64,8 @@ def run_demo(out: Callable[[Any], None], device: str | None = None) -> None:
     out(I.view(snap))
     out(TableView(["#", "compile log", "why a new KernelId"],
                   [(i, line, why) for i, (line, why) in enumerate(zip(report.log, report.why), 1)],
-                  title=f"answer: {report.compiles} compiles, {report.hits} cache hit"))
+                  title=f"answer: {plural(report.compiles, 'compile')}, "
+                        f"{plural(report.hits, 'cache hit')}"))
 
     out(TableView(["CheckedIo rule", "launch", "out (x, y: 6 items; out: 8; 8 units)"],
                   _oob_rows(client),

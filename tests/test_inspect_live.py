@@ -127,7 +127,7 @@ def test_ledgers_render_their_snapshots_for_notebook_and_terminal(client):
         for ledger in (stats, states, log):
             v = I.view(ledger)
             assert v.text() and "cubelab-code" in v.html()
-        assert "3 compiles, 1 hits" in I.view(stats).text()
+        assert "3 compiles, 1 hit ──" in I.view(stats).text()  # "1 hit", not "1 hits"
 
 
 def test_the_views_ledgers_make_no_launch_build_events_they_do_not_show():

@@ -256,3 +256,69 @@ def test_the_seed_001_exercise_counts_skipped_launches_from_a_real_run(client):
     q = Quiz(HOW_MANY_SKIPPED, client=client)
     assert not q.check(3).correct
     assert "cl-quiz-skipped'>Copy, Copy<" in q.result.value
+
+
+def test_counts_are_singular_for_one_and_times_are_clock_times_that_never_go_stale(client):
+    import re
+
+    cm = CacheMonitor(client, live=False)
+    x = client.create_from_slice(f32.as_bytes(np.zeros(4, dtype=np.float32)))
+    y = client.create_from_slice(f32.as_bytes(np.zeros(4, dtype=np.float32)))
+    client.clear_cache()
+    cm.reset()
+    for _ in range(2):
+        copy.launch(client, CubeCount.Static(1), CubeDim.new_1d(4),
+                    BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(y, 4))
+    client.sync()
+    cm.refresh()
+    assert ">compile</div>" in cm.total.value and "1 cache hit<" in cm.total.value
+    assert "s ago" not in cm.table.value  # "0.0 s ago" was true for a moment, then stale
+    assert re.search(r"<td class='cl-nowrap'>\d\d:\d\d:\d\d</td>", cm.table.value)
+    cm.close()
+
+
+def test_rows_of_one_kernel_say_which_kernel_id_field_tells_them_apart(client):
+    cm = CacheMonitor(client, live=False)
+    client.clear_cache()
+    cm.reset()
+    quiz(client)
+    cm.refresh()
+    table = cm.table.value
+    for key in ("Checked · relu: false", "Unchecked · relu: false", "Checked · relu: true"):
+        assert f"<div class='cl-key'>{key}</div>" in table
+    cm.close()
+
+
+def test_errors_on_the_board_and_timeline_are_whole_never_cut_mid_word(client):
+    bb, tl = BufferBoard(client, live=False), LaunchTimeline(client, live=False)
+    x, _ = _skip_chain(client)
+    bb.refresh()
+    tl.refresh()
+    error = bb.model()[x.id]["error"]
+    hint = next(ln for ln in error.splitlines() if "hint:" in ln).strip()
+    assert len(error) > 300 or hint  # the hint sat past the old 300-character cut
+    import html as _html
+
+    assert _html.escape(hint) in bb.table.value
+    assert _html.escape(hint) in tl.table.value
+    bb.close()
+    tl.close()
+
+
+def test_the_quiz_renders_its_markdown_code_spans_as_code():
+    q = Quiz(HOW_MANY_COMPILES)
+    head = q.widget.children[0].value
+    assert "<code>run_add(client, checked, relu)</code>" in head and "`" not in head
+
+
+def test_the_steppers_ir_pane_is_a_window_that_follows_the_current_op(client):
+    from cubelab.widgets import Stepper
+
+    st = Stepper(_saxpy_trace(client))
+    n_ir = len(st.trace.ir.splitlines())
+    assert n_ir > Stepper.IR_WINDOW  # saxpy's IR is longer than the pane
+    for position in (0, len(st.trace) // 2, len(st.trace) - 1):
+        st.goto(position)
+        shown = st.ir.value.count('data-line="')
+        assert shown <= Stepper.IR_WINDOW
+        assert st.ir.value.count('class="hll"') == 1, position  # the current op is in view

@@ -58,11 +58,10 @@ _BASE_CSS = f"""
 .{CSS_SCOPE} {{ color: var(--jp-content-font-color1, inherit);
   background: var(--jp-cell-editor-background, transparent);
   font-family: var(--jp-code-font-family, monospace); font-size: var(--jp-code-font-size, 13px);
-  border-radius: 2px; overflow-x: auto; }}
+  border-radius: 2px; overflow-x: auto; line-height: 1.45; }}
 .{CSS_SCOPE} pre {{ margin: 0; padding: 4px 6px; line-height: 1.35; background: transparent;
   color: inherit; white-space: pre; overflow-x: auto; }}
-.{CSS_SCOPE} .hll {{ background-color: rgba(255, 196, 0, 0.28); display: inline-block;
-  min-width: 100%; }}
+.{CSS_SCOPE} .hll {{ background-color: rgba(255, 196, 0, 0.28); display: block; }}
 .{CSS_SCOPE} .cl-gutter {{ color: var(--jp-content-font-color3, #999); user-select: none; }}
 .{CSS_SCOPE} [title] {{ cursor: help; }}
 .{CSS_SCOPE} .cl-title {{ font-weight: bold; margin: 2px 0; color: var(--jp-ui-font-color1, inherit); }}
@@ -108,7 +107,9 @@ def lexer_for(lang: str) -> Lexer:
         return get_lexer_by_name("text")
 
 
-_LINE_SPAN = re.compile(r'<span id="(?P<prefix>cl\d+)-(?P<n>\d+)">')
+# a line's span, and the highlight band pygments opens right inside it (the gutter mark goes
+# inside the band: the band is a block, and a mark before it would sit on a row of its own)
+_LINE_SPAN = re.compile(r'<span id="(?P<prefix>cl\d+)-(?P<n>\d+)">(?P<hll><span class="hll">)?')
 _counter = iter(range(1, 1 << 62))
 
 
@@ -135,7 +136,7 @@ def to_html(text: str, lang: str, *, hl_lines: Iterable[int] = (),
             mark = ""
             if marks:
                 mark = f'<span class="cl-gutter">{html.escape(marks.get(n, "").rjust(width))} </span>'
-            return f'<span id="{m["prefix"]}-{n}" data-line="{n}"{attr}>{mark}'
+            return f'<span id="{m["prefix"]}-{n}" data-line="{n}"{attr}>{m["hll"] or ""}{mark}'
 
         body = _LINE_SPAN.sub(add, body)
     head = f'<div class="cl-title">{html.escape(title)}</div>' if title else ""

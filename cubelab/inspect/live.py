@@ -19,13 +19,13 @@ import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, Sequence
 
 from cubelab.inspect.instances import diff
 from cubelab.runtime import events as ev
 from cubelab.runtime.kernel_id import KernelId
 
-__all__ = ["Ledger", "CacheStats", "KernelIdStats", "CacheSnapshot", "BufferStates",
+__all__ = ["plural", "clock", "distinguishing_fields", "Ledger", "CacheStats", "KernelIdStats", "CacheSnapshot", "BufferStates",
            "BufferState", "BufferHistory", "BuffersSnapshot", "LaunchLog", "LaunchRecord",
            "BUFFER_STATES"]
 
@@ -522,6 +522,47 @@ class LaunchLog(Ledger):
         with self._lock:
             self._drain()
             return tuple(replace(r) for r in self._records.values())
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 compile', '3 compiles', '1 cache hit', '0 cache hits'."""
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+def clock(t: float) -> str:
+    """A perf_counter time as the wall-clock time it happened ('14:03:27'). Views show this
+    rather than 'x s ago', which is only true at the moment it is drawn and a view is redrawn
+    only when something changes."""
+    if not t:
+        return ""
+    return time.strftime("%H:%M:%S", time.localtime(time.time() - (time.perf_counter() - t)))
+
+
+def distinguishing_fields(ids: Sequence[KernelId]) -> dict[KernelId, str]:
+    """For each KernelId, the fields that tell it apart from the other ids of the same kernel
+    ('Unchecked · relu: true'), so rows named `Add<f32>#…` can be told apart at a glance.
+    An id alone of its kind gets its mode and cube dim."""
+    by_type: dict[str, list[KernelId]] = {}
+    for k in ids:
+        by_type.setdefault(k.type, []).append(k)
+    out: dict[KernelId, str] = {}
+    for group in by_type.values():
+        fields = [k.fields() for k in group]
+        names = [n for n in fields[0] if n != "type"
+                 and len({repr(f.get(n)) for f in fields}) > 1] if len(group) > 1 \
+            else ["mode", "cube_dim"]
+        for k, f in zip(group, fields):
+            parts = []
+            for n in names:
+                v = f.get(n)
+                if n == "mode":
+                    parts.append(str(v))
+                elif n == "cube_dim":
+                    parts.append("cube_dim " + "×".join(str(d) for d in v))
+                else:
+                    parts.append(f"{n.removeprefix('info.')}: {v}")
+            out[k] = " · ".join(parts)
+    return out
 
 
 def ago(t: float, now: float | None = None) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from cubelab.frontend.kernel import CubeFunction, KernelInstance
 from cubelab.inspect import live
 from cubelab.inspect.instances import expanded, explain
-from cubelab.inspect.live import ago
+from cubelab.inspect.live import clock, distinguishing_fields, plural
 from cubelab.inspect.preview import Compiled, compiled
 from cubelab.inspect.trace import Trace
 from cubelab.inspect.views import CodeView, NoteView, SectionsView, TableView, View
@@ -46,14 +46,16 @@ def passes_view(records: Any) -> View:
 
 
 def cache_view(snap: Any) -> View:
+    keys = distinguishing_fields([r.kernel_id for r in snap.rows])
     rows, classes = [], []
     for r in snap.rows:
-        rows.append((r.short, r.compiles, r.hits, ago(r.last_launched),
+        rows.append((r.short, keys[r.kernel_id], r.compiles, r.hits, clock(r.last_launched),
                      f"{r.compile_s * 1e3:.1f} ms", "; ".join(r.why)))
         classes.append("cl-state-failed" if r.failures else "")
-    return TableView(["KernelId", "compiles", "hits", "last launched", "compile time", "why?"],
-                     rows, title=f"Pipeline cache — {snap.total_compiles} compiles, "
-                                 f"{snap.total_hits} hits", row_classes=classes)
+    return TableView(["KernelId", "differs in", "compiles", "hits", "last launched at",
+                      "compile time", "why?"],
+                     rows, title=f"Pipeline cache — {plural(snap.total_compiles, 'compile')}, "
+                                 f"{plural(snap.total_hits, 'hit')}", row_classes=classes)
 
 
 def buffers_view(snap: Any) -> View:

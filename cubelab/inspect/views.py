@@ -28,7 +28,12 @@ _TABLE_CSS = f"""
 .{CSS_SCOPE} .cl-state-repaired, .{CSS_SCOPE} .cl-state-clean {{ color: var(--jp-success-color1, #080); }}
 .{CSS_SCOPE} .cl-big {{ font-size: 2.2em; font-weight: bold; line-height: 1.1; }}
 .{CSS_SCOPE} .cl-muted {{ color: var(--jp-content-font-color2, #666); }}
-.{CSS_SCOPE} details > summary {{ cursor: pointer; }}
+.{CSS_SCOPE} details > summary {{ cursor: pointer; white-space: nowrap; }}
+.{CSS_SCOPE} .cl-nowrap, .{CSS_SCOPE} table.cl-table td.cl-nowrap,
+.{CSS_SCOPE} table.cl-table th.cl-nowrap {{ white-space: nowrap; }}
+.{CSS_SCOPE} .cl-key {{ color: var(--jp-content-font-color2, #666); white-space: nowrap; }}
+.{CSS_SCOPE} .cl-msg {{ white-space: pre-wrap; word-break: normal; overflow-wrap: normal;
+  margin: 0; line-height: 1.35; }}
 """
 
 

@@ -23,7 +23,33 @@ from typing import Any, Iterable
 
 from cubelab.inspect.live import Ledger
 
-__all__ = ["UiThread", "LiveView", "default_ui"]
+__all__ = ["UiThread", "LiveView", "default_ui", "message_html", "inline_markdown"]
+
+
+def message_html(text: str, shown_lines: int = 12) -> str:
+    """An error or hint as a view shows it: whole lines only — never cut mid-word — wrapped at
+    the view's edge; a long one (a traceback) opens its remaining lines on a click."""
+    import html
+
+    lines = text.strip("\n").splitlines() or [""]
+    head = html.escape("\n".join(lines[:shown_lines]))
+    if len(lines) <= shown_lines:
+        return f'<pre class="cl-msg">{head}</pre>'
+    rest = html.escape("\n".join(lines[shown_lines:]))
+    return (f'<pre class="cl-msg">{head}</pre><details><summary class="cl-muted">'
+            f'{len(lines) - shown_lines} more lines</summary><pre class="cl-msg">{rest}</pre>'
+            "</details>")
+
+
+def inline_markdown(text: str) -> str:
+    """HTML for the inline Markdown an exercise's text uses: `code` and **bold** (escaped
+    first, so nothing else in the text becomes markup)."""
+    import html
+    import re
+
+    out = html.escape(text)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
 
 
 class UiThread:

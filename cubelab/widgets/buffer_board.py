@@ -18,7 +18,7 @@ import ipywidgets as W
 
 from cubelab.inspect.live import BUFFER_STATES, BuffersSnapshot, BufferStates
 from cubelab.inspect.views import table_css
-from cubelab.widgets._live import LiveView, UiThread, set_html
+from cubelab.widgets._live import LiveView, UiThread, message_html, set_html
 from cubelab.widgets.cache_monitor import _client_of
 
 __all__ = ["BufferBoard"]
@@ -86,7 +86,7 @@ class BufferBoard(LiveView):
             return ""
         rows = "".join(
             f'<tr class="cl-state-{h.state}"><td>{h.state}</td><td>{html.escape(h.kernel)}</td>'
-            f"<td>{h.launch_seq or ''}</td><td>{html.escape(h.detail)}</td></tr>"
+            f"<td>{h.launch_seq or ''}</td><td>{message_html(h.detail)}</td></tr>"
             for h in b.history)
         return (f'<div class="cubelab-code"><div class="cl-title">buffer #{b.handle_id}</div>'
                 '<table class="cl-table"><thead><tr><th>state</th><th>launch</th><th>#</th>'
@@ -100,7 +100,7 @@ class BufferBoard(LiveView):
             if b.state in ("failed", "skipped"):
                 cause = (f'<span class="cl-root-cause">root cause: <code>'
                          f'{html.escape(b.root_kernel)}</code></span>'
-                         f"<div class='cl-muted'>{html.escape(b.error[:300])}</div>")
+                         f"<div class='cl-muted'>{message_html(b.error)}</div>")
             size = "" if b.size is None else f"{b.size} B"
             rows.append(
                 f'<tr class="cl-buffer cl-state-{b.state}" data-buffer="{b.handle_id}" '

@@ -13,7 +13,7 @@ from typing import Any
 
 import ipywidgets as W
 
-from cubelab.inspect.live import CacheSnapshot, CacheStats, ago
+from cubelab.inspect.live import CacheSnapshot, CacheStats, clock, distinguishing_fields, plural
 from cubelab.inspect.views import table_css
 from cubelab.widgets._live import LiveView, UiThread, set_html
 
@@ -82,16 +82,19 @@ class CacheMonitor(LiveView):
     def _total_html(snap: CacheSnapshot) -> str:
         return (f'<div class="cubelab-code"><style>{table_css()}</style>'
                 f'<div class="cl-big cl-total-compiles" data-compiles="{snap.total_compiles}">'
-                f'{snap.total_compiles}</div><div class="cl-muted">compiles</div>'
+                f'{snap.total_compiles}</div><div class="cl-muted">'
+                f'{plural(snap.total_compiles, "compile").split(" ", 1)[1]}</div>'
                 f'<div class="cl-total-hits" data-hits="{snap.total_hits}">'
-                f'{snap.total_hits} cache hits</div></div>')
+                f'{plural(snap.total_hits, "cache hit")}</div></div>')
 
     @staticmethod
     def _table_html(snap: CacheSnapshot) -> str:
         rows = []
+        keys = distinguishing_fields([r.kernel_id for r in snap.rows])
         for r in snap.rows:
             kid = (f"<details><summary><code>{html.escape(r.short)}</code></summary>"
-                   f"<pre>{html.escape(r.kernel_id.debug())}</pre></details>")
+                   f"<pre>{html.escape(r.kernel_id.debug())}</pre></details>"
+                   f"<div class='cl-key'>{html.escape(keys[r.kernel_id])}</div>")
             why = "<br>".join(html.escape(w) for w in r.why)
             fail = f' <span class="cl-state-failed">({r.failures} failed)</span>' \
                 if r.failures else ""
@@ -99,12 +102,12 @@ class CacheMonitor(LiveView):
                 f'<tr class="cl-row" data-kernel-id="{html.escape(r.short)}">'
                 f"<td>{kid}<div class='cl-muted'>{html.escape(r.entry)}</div></td>"
                 f'<td class="cl-compiles">{r.compiles}{fail}</td><td class="cl-hits">{r.hits}</td>'
-                f"<td>{html.escape(ago(r.last_launched))}</td>"
+                f"<td class='cl-nowrap'>{html.escape(clock(r.last_launched))}</td>"
                 f"<td>{r.compile_s * 1e3:.1f} ms</td><td>{why}</td></tr>")
         if not rows:
             rows.append('<tr><td colspan="6" class="cl-muted">no launches yet</td></tr>')
         cleared = "".join(f'<div class="cl-muted">cache cleared: {html.escape(c)}</div>'
                           for c in snap.cleared[-3:])
         return ('<div class="cubelab-code"><table class="cl-table"><thead><tr><th>KernelId</th>'
-                "<th>compiles</th><th>hits</th><th>last launched</th><th>compile time</th>"
+                "<th>compiles</th><th>hits</th><th>last launched at</th><th>compile time</th>"
                 f"<th>why?</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{cleared}</div>")

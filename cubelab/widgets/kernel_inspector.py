@@ -123,6 +123,7 @@ class KernelInspector(LiveView):
         self.ids.add_class("cubelab-kernel-ids")
         self.lines = W.Dropdown(options=[("—", None)], description="kernel line",
                                 layout=W.Layout(width="34em"))
+        self.lines.add_class("cubelab-kernel-lines")
         self.panes = {name: W.HTML() for name in self.tab_names}
         for name, pane in self.panes.items():
             pane.add_class(f"cubelab-tab-{name.lower()}")

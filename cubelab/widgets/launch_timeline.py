@@ -19,7 +19,7 @@ import ipywidgets as W
 
 from cubelab.inspect.live import LaunchLog, LaunchRecord
 from cubelab.inspect.views import table_css
-from cubelab.widgets._live import LiveView, UiThread, set_html
+from cubelab.widgets._live import LiveView, UiThread, message_html, set_html
 from cubelab.widgets.cache_monitor import _client_of
 
 __all__ = ["LaunchTimeline"]
@@ -37,9 +37,9 @@ def _hop2(r: LaunchRecord) -> list[tuple[str, str]]:
     if r.skipped:
         steps.append(("skipped", f"skip: {r.skipped}"))
     if r.claimed:
-        steps.append(("claimed", "scope: claim " + " ".join(f"#{h}" for h in r.claimed)))
+        steps.append(("claimed", "claim " + " ".join(f"#{h}" for h in r.claimed)))
     if r.failed:
-        steps.append(("failed", r.failed[:120]))
+        steps.append(("failed", r.failed))
     elif r.dispatched_t:
         steps.append(("clean", "dispatched"))
     return steps
@@ -75,28 +75,44 @@ class LaunchTimeline(LiveView):
         recs = self.log.snapshot()
         longest = max((r.latency_s or 0.0 for r in recs), default=0.0) or 1.0
         rows = []
+        threads: set[str] = set()
         for r in reversed(recs):
-            hop1 = (f'<span class="cl-state-failed">gated: {html.escape(r.gated)}</span>'
-                    if r.gated else "gates passed → handed off")
+            hop1 = (f' <span class="cl-state-failed">gated: {html.escape(r.gated)}</span>'
+                    if r.gated else "")
+            steps = _hop2(r)
+            # one row per launch: the steps on one line; a failure's message (whole, never cut)
+            # goes under them
+            failure = steps.pop()[1] if steps and steps[-1][0] == "failed" \
+                and "\n" in steps[-1][1] else None
             hop2 = " → ".join(f'<span class="cl-state-{k}">{html.escape(t)}</span>'
-                              for k, t in _hop2(r)) or '<span class="cl-muted">queued</span>'
+                              for k, t in steps) or '<span class="cl-muted">queued</span>'
+            if failure is not None:
+                hop2 += f'<div class="cl-state-failed">{message_html(failure, 1)}</div>'
             lat = r.latency_s
             bar = ""
             if lat is not None:
-                width = max(2, int(120 * lat / longest))
-                bar = (f'<div style="background: var(--jp-brand-color2, #6aa8e8); height: 6px; '
-                       f'width: {width}px"></div>{lat * 1e3:.2f} ms')
+                width = max(2, int(60 * lat / longest))
+                bar = (f'<span style="display: inline-block; background: var(--jp-brand-color2, '
+                       f'#6aa8e8); height: 6px; width: {width}px; margin-right: 4px"></span>'
+                       f"{lat * 1e3:.2f} ms")
+            where1 = html.escape(r.calling_thread) + (f" · stream {html.escape(r.stream)}"
+                                                      if r.stream else "")
             rows.append(
                 f'<tr class="cl-launch" data-status="{r.status}"><td>{r.seq if r.seq > 0 else "—"}'
-                f"</td><td>{html.escape(r.kernel)}</td>"
-                f"<td>{html.escape(r.calling_thread)}"
-                f"{' / stream ' + html.escape(r.stream) if r.stream else ''}</td><td>{hop1}</td>"
-                f"<td>{html.escape(r.device_thread)}</td><td>{hop2}</td><td>{bar}</td></tr>")
+                f"</td><td class='cl-nowrap'>{html.escape(r.kernel)}</td>"
+                f"<td class='cl-nowrap'>{where1}{hop1}</td>"
+                f"<td class='cl-hop2' title='on {html.escape(r.device_thread)}'>{hop2}</td>"
+                f"<td class='cl-nowrap'>{bar}</td></tr>")
+            threads.add(r.device_thread)
         if not rows:
-            rows.append('<tr><td colspan="7" class="cl-muted">no launches yet</td></tr>')
+            rows.append('<tr><td colspan="5" class="cl-muted">no launches yet</td></tr>')
         set_html(self.table,
                  f'<div class="cubelab-code"><style>{table_css()}</style>'
-                 '<div class="cl-title">launches (newest first)</div><table class="cl-table">'
-                 "<thead><tr><th>#</th><th>kernel</th><th>calling thread / stream</th>"
-                 "<th>hop 1</th><th>device thread</th><th>hop 2</th><th>issue → dispatch</th>"
+                 '<div class="cl-title">launches (newest first)</div>'
+                 f"<div class='cl-muted'>hop 1: on the calling thread, the gates pass and the "
+                 f"launch is handed off to a stream · hop 2: on the device thread "
+                 f"({html.escape(', '.join(sorted(threads)) or 'none yet')}), compile or cache "
+                 "hit, claim the written buffers, dispatch</div><table class='cl-table'>"
+                 "<thead><tr><th>#</th><th>kernel</th><th>hop 1: thread · stream</th>"
+                 "<th>hop 2</th><th class='cl-nowrap'>issue → dispatch</th>"
                  f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")

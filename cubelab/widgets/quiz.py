@@ -15,6 +15,7 @@ import ipywidgets as W
 from cubelab.exercises import HOW_MANY_COMPILES, Exercise, Verdict
 from cubelab.inspect.highlight import to_html
 from cubelab.inspect.views import table_css
+from cubelab.widgets._live import inline_markdown
 
 __all__ = ["Quiz"]
 
@@ -33,8 +34,8 @@ class Quiz:
         self.result = W.HTML()
         self.result.add_class("cubelab-quiz-result")
         head = W.HTML(f'<div class="cubelab-code"><style>{table_css()}</style>'
-                      f'<div class="cl-title">{html.escape(exercise.title)}</div>'
-                      f"<p>{html.escape(exercise.question)}</p></div>"
+                      f'<div class="cl-title">{inline_markdown(exercise.title)}</div>'
+                      f'<p class="cl-question">{inline_markdown(exercise.question)}</p></div>'
                       + to_html(exercise.code, "python"))
         self._root = W.VBox([head, W.HBox([self.answer, self.button]), self.result])
         self._root.add_class("cubelab-view")
@@ -65,7 +66,7 @@ class Quiz:
                        f"<td>{html.escape(why)}</td></tr>"
                        for i, (line, why) in enumerate(zip(v.report.log, v.report.why), 1))
         return (f'<div class="cubelab-code"><div class="cl-title {cls} cl-verdict" '
-                f'data-correct="{str(v.correct).lower()}">{html.escape(v.message)}</div>'
+                f'data-correct="{str(v.correct).lower()}">{inline_markdown(v.message)}</div>'
                 f"<div>compiles: <b class='cl-quiz-compiles'>{v.report.compiles}</b> · cache "
                 f"hits: <b>{v.report.hits}</b>{Quiz._failures(v)}</div>"
                 '<table class="cl-table"><thead><tr><th>#</th><th>compile log</th><th>why a new '

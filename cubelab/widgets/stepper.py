@@ -134,9 +134,30 @@ class Stepper:
             gutter = {i: str(t.first_line + i - 1) for i in range(1, len(t.source_lines) + 1)}
             self.source.value = to_html("\n".join(t.source_lines), "python", hl_lines=rel,
                                         gutter=gutter, title=f"kernel `{t.kernel}`")
-            irl = self.ir_line(s)
-            self.ir.value = to_html(t.ir, "ir", hl_lines=[irl] if irl else [], title="IR")
+            self.ir.value = self._ir_html(self.ir_line(s))
             self.values.value = self._values_html(s)
+
+    IR_WINDOW = 24  # IR lines shown; the current op stays in view at any kernel size
+
+    def _ir_html(self, current: int | None) -> str:
+        """The IR around the current op: a fixed window (no script can scroll a widget's HTML,
+        so the pane moves with the op instead of growing past the screen)."""
+        lines = self.trace.ir.splitlines()
+        start = 0
+        if len(lines) > self.IR_WINDOW:
+            anchor = (current or 1) - 1
+            start = min(max(0, anchor - self.IR_WINDOW // 3), len(lines) - self.IR_WINDOW)
+        shown = lines[start:start + self.IR_WINDOW]
+        gutter = {i: str(start + i) for i in range(1, len(shown) + 1)}
+        hl = [current - start] if current and start < current <= start + len(shown) else []
+        above = f"⋮ {start} lines above" if start else ""
+        below = len(lines) - start - len(shown)
+        title = "IR" + (f" — lines {start + 1}–{start + len(shown)} of {len(lines)}"
+                        if len(shown) < len(lines) else "")
+        body = to_html("\n".join(shown), "ir", hl_lines=hl, gutter=gutter, title=title)
+        more = f'<div class="cubelab-code cl-muted">⋮ {below} lines below</div>' if below else ""
+        less = f'<div class="cubelab-code cl-muted">{above}</div>' if above else ""
+        return less + body + more
 
     def _values_html(self, s: TraceStep | None) -> str:
         t = self.trace

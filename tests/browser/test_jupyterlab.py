@@ -6,7 +6,10 @@ tab (after clicking it), the cache monitor's counts after the seed's quiz (3 com
 and the buffer board's failed and skipped rows with their root cause — all updated live from the
 UI thread, not by re-running a cell. It also checks the launch timeline's hops and
 clicks the Stepper's "forward" button; then it switches JupyterLab to its dark theme and checks
-the highlighting follows it. Screenshots of each view go to `artifacts/browser/` (git-ignored).
+the highlighting follows it. Layout is asserted as a student would see it: no text cut or clipped
+(errors and hints whole, cell labels naming their own cell), one row per generated line when a
+kernel line is picked, one row per launch, the stepper's current op on screen at the end of a
+trace, singular counts ("1 cache hit") and rows of one kernel told apart. Screenshots of each view go to `artifacts/browser/` (git-ignored).
 
 Recipe (docs/jupyter.md): Debian's `chromium` through Playwright's `executable_path` (Playwright
 never downloads a browser here), JupyterLab started in its own process group on a free port with
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -114,6 +118,36 @@ ALL_RAN = """(n) => {
     .map(e => e.textContent.trim());
   return prompts.length === n && prompts.every(p => /^\\[\\d+\\]:$/.test(p));
 }"""
+
+
+# Every generated line of a code pane is its own row: as many distinct row tops as line spans,
+# none taller than a line (a highlighted line once became an inline-block that shared a row).
+ONE_ROW_PER_LINE = """(pane) => {
+  const spans = [...pane.querySelectorAll('pre > span[id]')];
+  const box = s => { const r = document.createRange(); r.selectNodeContents(s);
+                     return r.getBoundingClientRect(); };
+  const tops = new Set(spans.map(s => Math.round(box(s).top)));
+  const lh = parseFloat(getComputedStyle(pane.querySelector('pre')).lineHeight);
+  const tallest = Math.max(...spans.map(s => box(s).height));
+  return {lines: spans.length, distinct_tops: tops.size, line_height: lh, tallest: tallest,
+          highlighted: pane.querySelectorAll('.hll').length};
+}"""
+
+# Text a view cannot show: table cells, messages and keys whose content is wider than their box.
+CLIPPED = """(view) => [...view.querySelectorAll('td, .cl-msg, .cl-key, summary, .cubelab-code')]
+  .filter(e => e.getClientRects().length && e.scrollWidth > e.clientWidth + 1)
+  .map(e => e.textContent.slice(0, 80))"""
+
+# How many text lines tall each launch row is (a row of a launch that went through).
+ROW_LINES = """(view) => [...view.querySelectorAll("tr.cl-launch[data-status='dispatched']")]
+  .map(r => {
+    const td = r.querySelector('td'), probe = document.createElement('div');
+    probe.textContent = 'X';  // a block of one line: as tall as the cell's line height
+    td.appendChild(probe);
+    const line = probe.getBoundingClientRect().height;
+    probe.remove();
+    return r.getBoundingClientRect().height / line;
+  })"""
 
 
 def _require_browser() -> None:
@@ -236,6 +270,13 @@ def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
             expect(monitor.locator(".cl-total-hits")).to_have_attribute("data-hits", "1")
             expect(monitor.locator("tr.cl-row")).to_have_count(3)
             expect(monitor).to_contain_text("execution mode changed")
+            expect(monitor.locator(".cl-total-hits")).to_have_text("1 cache hit")
+            for key in ("Checked · relu: false", "Unchecked · relu: false",
+                        "Checked · relu: true"):
+                expect(monitor.locator(".cl-key", has_text=re.compile(f"^{re.escape(key)}$"))
+                       ).to_have_count(1)
+            expect(monitor).not_to_contain_text("s ago")
+            assert monitor.evaluate(CLIPPED) == [], monitor.evaluate(CLIPPED)
             monitor.screenshot(path=str(ARTIFACTS / "cache_monitor.png"))
 
             # buffer board: the failed input and the skipped output, each naming the root cause
@@ -244,6 +285,11 @@ def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
             skipped = board.locator("tr[data-state='skipped']")
             expect(skipped).to_have_count(1)
             expect(skipped).to_contain_text("root cause: Broken")
+            # the whole error, hint included, never cut mid-word or clipped by the table
+            expect(skipped).to_contain_text(
+                "hint: only Python values and Comptime[...] arguments are known before launch")
+            expect(skipped).to_contain_text("Cell In[5], line 13")
+            assert board.evaluate(CLIPPED) == [], board.evaluate(CLIPPED)
             board.screenshot(path=str(ARTIFACTS / "buffer_board.png"))
 
             # the launch timeline: each launch's two hops, the quiz's last one a cache hit
@@ -253,6 +299,12 @@ def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
             expect(timeline).to_contain_text("cache hit")
             expect(timeline).to_contain_text("skip: tainted-input")
             timeline.screenshot(path=str(ARTIFACTS / "launch_timeline.png"))
+            expect(timeline).to_contain_text(  # a failure's first line whole, the rest a click away
+                "could not be evaluated in Python: ValueError('boom during expansion')")
+            assert timeline.evaluate(CLIPPED) == [], timeline.evaluate(CLIPPED)
+            # a launch that went through is one row of text, not four
+            heights = timeline.evaluate(ROW_LINES)
+            assert heights and max(heights) < 2, heights
 
             # the stepper: a real click on "forward" moves to the next op of unit 2
             stepper = page.locator(".cubelab-stepper")
@@ -260,6 +312,19 @@ def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
             expect(values).to_contain_text("unit 2 · step 1 of")
             stepper.locator("button", has_text="forward").click()
             expect(values).to_contain_text("unit 2 · step 2 of", timeout=10_000)
+            # late in the trace the current op is still inside the IR pane, on screen
+            slider_steps = stepper.locator(".cubelab-stepper-values").inner_text()
+            last = int(slider_steps.split(" of ", 1)[1].split()[0])
+            for _ in range(last - 3):
+                stepper.locator("button", has_text="forward").click()
+            expect(values).to_contain_text(f"step {last - 1} of", timeout=20_000)
+            ir_pane = stepper.locator(".cubelab-stepper-ir")
+            current = ir_pane.locator(".hll")
+            expect(current).to_have_count(1)
+            pane_box, op_box = ir_pane.bounding_box(), current.bounding_box()
+            assert pane_box and op_box and pane_box["height"] < 900, pane_box
+            assert pane_box["y"] <= op_box["y"] <= pane_box["y"] + pane_box["height"], \
+                (pane_box, op_box)
             stepper.screenshot(path=str(ARTIFACTS / "stepper.png"))
 
             # the inspector of the %%cube cell: click its WGSL tab, see generated WGSL
@@ -270,6 +335,19 @@ def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
             expect(wgsl).to_contain_text("@compute")
             expect(wgsl).to_contain_text("fn double_")
             inspector.screenshot(path=str(ARTIFACTS / "kernel_inspector_wgsl_light.png"))
+
+            # the %%cube cell (the fifth) names itself, not the next cell
+            expect(inspector).to_contain_text("Cell In[5], line")
+
+            # a kernel line picked: every generated line it became keeps its own row
+            inspector.locator(".cubelab-kernel-lines select").select_option(
+                label="9: x[ABSOLUTE_POS] = x[ABSOLUTE_POS] * 2.0")
+            expect(wgsl.locator(".hll").first).to_be_visible(timeout=10_000)
+            rows = wgsl.evaluate(ONE_ROW_PER_LINE)
+            assert rows["highlighted"] >= 2, rows
+            assert rows["distinct_tops"] == rows["lines"], rows
+            assert rows["tallest"] < 2 * rows["line_height"], rows
+            inspector.screenshot(path=str(ARTIFACTS / "kernel_inspector_line_picked.png"))
 
             # the highlighting follows JupyterLab's theme (CSS variables, not fixed colours)
             keyword = wgsl.locator(".cubelab-code .k, .cubelab-code .kd").first
