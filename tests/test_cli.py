@@ -117,7 +117,7 @@ def test_piped_wgsl_is_the_wgsl_itself_no_box_no_crop(tmp_path, color):
     spec = f"{tmp_path / 'long_kernels.py'}::long_line"
     wgsl = _cli(*color, "wgsl", spec, "--types", "", cwd=tmp_path)
     from cubelab.cli import parser
-    from cubelab.runtime.kernel import CubeDim
+    from cubelab.prelude import CubeDim
 
     rule = parser().parse_args(["wgsl", spec]).checked_io
     expected = I.compiled(I.default_instance(load_kernel(spec), CubeDim.new_1d(1)),
