@@ -126,6 +126,44 @@ class KernelCallError(CubeError, TypeError):
     called from inside kernels)."""
 
 
+class KernelTypeError(KernelSourceError, TypeError):
+    """A type the kernel language refuses (`Atomic[f32]`, `Slice[bool_]`, `Vector[f32, 3]`),
+    written in a kernel's signature."""
+
+
+def type_refusal(message: str, hint: str = "") -> TypeError:
+    """The error for a refused type expression, raised from a type's `__getitem__`.
+
+    Python evaluates a kernel's annotations when it runs the `def` — before `@cube` ever sees
+    the function — so the place is found from the stack: the first frame outside cubelab is the
+    `def` being run, and its current instruction's position is the subscript that failed. The
+    kernel is the `def` at or above that line. Inside an expansion (a body's
+    `SharedMemory[bool_](n)`), a plain TypeError: the expansion names the line itself."""
+    frame = sys._getframe(1)
+    user: types.FrameType | None = None
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<cubelab expand"):
+            return TypeError(f"{message}; {hint}" if hint else message)
+        if user is None and not _internal(frame):
+            user = frame
+        frame = frame.f_back
+    if user is None:
+        return TypeError(message)
+    file, line, col = user.f_code.co_filename, user.f_lineno, 0
+    try:
+        pos = list(user.f_code.co_positions())[user.f_lasti // 2]
+        line, col = pos[0] or line, pos[2] or 0
+    except (IndexError, ValueError):
+        pass
+    kernel = "?"
+    for n in range(line, 0, -1):
+        text = linecache.getline(file, n).strip()
+        if text.startswith(("def ", "async def ")):
+            kernel = text.split("def ", 1)[1].split("(", 1)[0].split("[", 1)[0].strip()
+            break
+    return KernelTypeError(kernel, file, line, col, message, hint)
+
+
 class LaunchError(CubeError):
     """A launch's arguments are wrong; raised on the calling thread, nothing was submitted."""
 

@@ -195,3 +195,31 @@ def test_plane_ops_record_the_subgroup_feature_and_a_device_without_it_refuses(t
     server.properties = dataclasses.replace(server.properties, features=frozenset())
     with pytest.raises(FeatureError, match=re.escape("need the adapter feature(s) ['subgroup']")):
         server.compile(kernel, kernel.id(), 0)
+
+
+@pytest.mark.parametrize("signature, message, hint, caret_at", [
+    ("out: SliceMut[Atomic[f32]]", "Atomic[...] holds u32 or i32", "Atomic[u32] or Atomic[i32]",
+     "Atomic[f32]"),
+    ("flags: Slice[bool_]", "buffers of bool are not allowed", "store flags as u32",
+     "Slice[bool_]"),
+    ("v: Slice[Vector[f32, 3]]", "vector widths are 1, 2 or 4", "width of 1, 2 or 4",
+     "Vector[f32, 3]"),
+], ids=["Atomic[f32]", "Slice[bool_]", "Vector width 3"])
+def test_a_refused_type_in_a_signature_names_the_kernel_and_the_annotation(
+        tmp_path, signature, message, hint, caret_at):
+    from cubelab.errors import KernelTypeError
+
+    src = ("from cubelab.prelude import *\n\n\n@cube(launch=True)\n"
+           f"def typed(x: Slice[f32],\n          {signature}):\n    pass\n")
+    path = tmp_path / f"typed_{next(_counter)}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    with pytest.raises(KernelTypeError) as info:  # a TypeError too, for code that catches one
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    text = str(info.value)
+    col = src.splitlines()[5].index(caret_at)
+    assert f"in kernel `typed` at {path}:6:{col + 1}: {message}" in text, text
+    assert f"hint: {hint}" in text or hint in text
+    frames = [f.filename for f in __import__("traceback").extract_tb(info.value.__traceback__)]
+    assert not any("cubelab/frontend" in f for f in frames), frames  # only the student's frames

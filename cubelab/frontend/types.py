@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cubelab.errors import api_boundary, type_refusal
 from cubelab.ir.types import Atomic as AtomicTy
 from cubelab.ir.types import Elem, Ty
 
@@ -169,16 +170,20 @@ class _VectorNamespace:
     value is used: a scalar meets a vector → it is splatted, as CubeCL's
     `normalize_same_vectorization` does)."""
 
+    @api_boundary
     def __getitem__(self, params: tuple[Any, Any]) -> VectorSpec:
         if not isinstance(params, tuple) or len(params) != 2:
-            raise TypeError("Vector takes two parameters: Vector[F, N]")
+            raise type_refusal("Vector takes two parameters", "write Vector[F, N]")
         elem, width = (from_type_param(p) for p in params)
         if not isinstance(elem, (ScalarKind, GenericScalar)):
-            raise TypeError(f"Vector[...]'s first parameter must be a scalar type, got {elem!r}")
+            raise type_refusal(f"Vector[...]'s first parameter must be a scalar type, got "
+                               f"{elem!r}", "write Vector[f32, 4] or Vector[F, N]")
         if isinstance(width, int) and width not in (1, 2, 4):
-            raise TypeError(f"vector widths are 1, 2 or 4; got {width}")
+            raise type_refusal(f"vector widths are 1, 2 or 4; got {width}",
+                               "use a width of 1, 2 or 4 (or a Size generic)")
         if not isinstance(width, (int, GenericSize)):
-            raise TypeError(f"Vector[...]'s width must be 1, 2, 4 or a Size generic, got {width!r}")
+            raise type_refusal(f"Vector[...]'s width must be 1, 2, 4 or a Size generic, got "
+                               f"{width!r}", "write Vector[F, 4] or Vector[F, N]")
         return VectorSpec(elem, width)
 
     def __repr__(self) -> str:
@@ -202,10 +207,12 @@ class AtomicSpec:
 
 
 class _AtomicNamespace:
+    @api_boundary
     def __getitem__(self, kind: Any) -> AtomicSpec:
         if kind is not u32 and kind is not i32:
-            raise TypeError(f"Atomic[...] holds u32 or i32 (WGSL has no other atomics), got "
-                            f"{kind!r}")
+            raise type_refusal(f"Atomic[...] holds u32 or i32 (WGSL has no other atomics), got "
+                               f"{kind!r}", "count in Atomic[u32] or Atomic[i32]; for float sums "
+                               "reduce in shared memory, or scale to integers")
         return AtomicSpec(kind)
 
     def __repr__(self) -> str:
@@ -223,11 +230,13 @@ class BufferSpec:
 
     def __init__(self, item: ItemSpec, writable: bool, tensor: bool = False) -> None:
         if isinstance(item, ScalarKind) and item.elem is Elem.BOOL:
-            raise TypeError("buffers of bool are not allowed (WGSL storage has no bool); use u32")
+            raise type_refusal("buffers of bool are not allowed (WGSL storage has no bool)",
+                               "store flags as u32 (0 or 1) and compare: `flags[i] != u32(0)`")
         if not isinstance(item, (ScalarKind, GenericScalar, VectorSpec, AtomicSpec)):
-            raise TypeError(f"a Slice holds scalars, vectors or atomics, got {item!r}")
+            raise type_refusal(f"a Slice holds scalars, vectors or atomics, got {item!r}",
+                               "e.g. Slice[f32], Slice[Vector[F, N]], SliceMut[Atomic[u32]]")
         if isinstance(item, AtomicSpec) and not writable:
-            raise TypeError(f"atomics are for writing: declare SliceMut[{item!r}]")
+            raise type_refusal("atomics are for writing", f"declare SliceMut[{item!r}]")
         self.item = item
         self.writable = writable
         self.tensor = tensor
@@ -258,6 +267,7 @@ class _SliceNamespace:
         self.writable = writable
         self.tensor = tensor
 
+    @api_boundary
     def __getitem__(self, item: Any) -> BufferSpec:
         return BufferSpec(item, self.writable, self.tensor)
 
