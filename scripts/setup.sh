@@ -66,11 +66,17 @@ source .venv/bin/activate
 # Notebooks are committed without outputs (the suite checks what git would commit). In a git
 # checkout, nbstripout's git filter strips them on the way into git, so running and saving a
 # notebook never shows up as a change, never gets committed, and never fails the next test run.
-# It is configured in this checkout only (.git/config, .git/info/attributes).
-if git rev-parse --is-inside-work-tree >/dev/null 2>&1 \
-    && ! .venv/bin/python -m nbstripout --is-installed >/dev/null 2>&1; then
-  .venv/bin/python -m nbstripout --install
-  echo "cubelab setup: notebooks are stripped of outputs when committed (nbstripout git filter)"
+# It is configured in this checkout only (.git/config, .git/info/attributes). `--keep-id`: the
+# chapters' cell ids are part of them (nbstripout would renumber them, and every notebook would
+# show as changed the moment the filter is installed).
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  strip="\"$ROOT/.venv/bin/python\" -m nbstripout --keep-id"
+  if [ "$(git config --get filter.nbstripout.clean || true)" != "$strip" ]; then
+    .venv/bin/python -m nbstripout --install
+    git config filter.nbstripout.clean "$strip"
+    git config diff.ipynb.textconv "$strip -t"
+    echo "cubelab setup: notebooks are stripped of outputs when committed (nbstripout git filter)"
+  fi
 fi
 
 # lavapipe prints an error line when XDG_RUNTIME_DIR is unset. cubelab sets a private one itself
