@@ -114,6 +114,9 @@ CASES = [
      "the literal 5000000000 does not fit in u32", "u32 holds 0..4294967295", "n + 5000000000"),
     ("negative literal on u32", ["out[i] = f32(n + -1)"], "expand",
      "the literal -1 does not fit in u32", "subtract a positive literal", "n + -1"),
+    # reported where the literal fixed the type, not where the types meet
+    ("a local typed by a bare literal", ["acc = 0", "for j in range(n):", "    acc += n"],
+     "expand", "`acc` is i32 from here on", "`acc = u32(...)`", "acc = 0"),
 ]
 
 _counter = itertools.count()

@@ -195,9 +195,11 @@ def splat(s: Scope, v: Value, width: int) -> Value:
     return s.emit("vector.splat", [v], ty.with_width(width))
 
 
-def pair(s: Scope, a: Any, b: Any, what: str) -> tuple[Value, Value]:
+def pair(s: Scope, a: Any, b: Any, what: str,
+         given: tuple[Any, Any] | None = None) -> tuple[Value, Value]:
     """Both operands as IR values of one type: literals adopt the other side's type, a scalar
     meeting a vector is splatted, and anything else that differs is an error."""
+    given = given or (a, b)  # the operands as written (a local, before it is read)
     a, b = read(s, a), read(s, b)
     if isinstance(a, RV) and not isinstance(b, RV):
         va = a.v
@@ -209,11 +211,7 @@ def pair(s: Scope, a: Any, b: Any, what: str) -> tuple[Value, Value]:
         va, vb = value(s, a), value(s, b)
     ta, tb = ty_of(va), ty_of(vb)
     if ta.elem is not tb.elem:
-        raise error(
-            s, f"`{what}` of {ta} and {tb}: the element types differ",
-            f"cast one side, e.g. {ta.elem.value}(x) or {tb.elem.value}(x) (F.cast_from(x) in "
-            "generic code)",
-        )
+        raise _element_clash(s, what, ta, tb, given)
     if ta.width != tb.width:
         if ta.width == 1:
             va = splat(s, va, tb.width)
@@ -225,6 +223,27 @@ def pair(s: Scope, a: Any, b: Any, what: str) -> tuple[Value, Value]:
                 "vectors combine only with the same width (or with a scalar, which is splatted)",
             )
     return va, vb
+
+
+def _element_clash(s: Scope, what: str, ta: Ty, tb: Ty, given: tuple[Any, Any]
+                   ) -> KernelSourceError:
+    """Two element types meet. When one side is a local whose type a bare literal fixed
+    (`acc = 0` is i32), the mistake is that line, not this one: point there."""
+    for var, mine, other in ((given[0], ta, tb), (given[1], tb, ta)):
+        if isinstance(var, LocalVar) and var.typed_by_literal is not None:
+            here = s.loc.line if s.loc else 0
+            want = other.elem.value
+            return error(
+                s, f"`{var.name}` is {mine.elem.value} from here on (its first value is a bare "
+                f"literal: an int makes i32, a float f32), and at line {here} `{what}` meets it "
+                f"with {want}",
+                f"give it the type it needs where it starts: `{var.name} = {want}(...)`",
+                at=var.typed_by_literal)
+    return error(
+        s, f"`{what}` of {ta} and {tb}: the element types differ",
+        f"cast one side, e.g. {ta.elem.value}(x) or {tb.elem.value}(x) (F.cast_from(x) in "
+        "generic code)",
+    )
 
 
 def index_value(s: Scope, idx: Any) -> Value:

@@ -87,6 +87,7 @@ _FAST_FLOAT = {"add": "arith.add", "sub": "arith.sub", "mul": "arith.mul", "div"
 
 def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
     s.at(*at)
+    given = (a, b)
     a, b = read(s, a), read(s, b)
     if type(a) is RV and not a.splat:
         ta = a.v.type
@@ -113,7 +114,7 @@ def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
         raise error(s, f"the operator for {op!r} is not part of the kernel language yet")
     if op in ("lshift", "rshift"):
         return _shift(s, op, a, b)
-    va, vb = pair(s, a, b, _SYMBOL[op])
+    va, vb = pair(s, a, b, _SYMBOL[op], given)
     ty = ty_of(va)
     if ty.elem is Elem.BOOL:
         raise error(s, f"`{_SYMBOL[op]}` on bool values", "use `and`, `or`, `not` on bools")
@@ -142,10 +143,11 @@ _CMP_SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "
 
 def cmp(s: Scope, pred: str, a: Any, b: Any, at: Pos) -> Any:
     s.at(*at)
+    given = (a, b)
     a, b = read(s, a), read(s, b)
     if is_py(a) and is_py(b):
         return _PY_CMP[pred](a, b)
-    va, vb = pair(s, a, b, _CMP_SYMBOL[pred])
+    va, vb = pair(s, a, b, _CMP_SYMBOL[pred], given)
     ty = ty_of(va)
     return RV(s.emit("arith.cmp", [va, vb], Ty(Elem.BOOL, ty.width), pred=pred))
 

@@ -58,6 +58,9 @@ class BufferRef:
 class LocalVar:
     ptr: Value
     name: str
+    # (line, col) of `name = 0` when a bare Python literal fixed the local's type (i32, f32,
+    # bool): a type clash later is reported there, where the fix goes
+    typed_by_literal: tuple[int, int] | None = None
 
     def __repr__(self) -> str:
         return f"LocalVar({self.name}: {self.ptr.type})"

@@ -52,10 +52,10 @@ def assign(s: Scope, current: Any, x: Any, name: str, mutable: bool, at: Pos) ->
     if not isinstance(x, RV) and not is_py(x):
         return x  # Python objects (tuples, strings, ...) stay Python
     if isinstance(x, RV):
-        ty = ty_of(x.v)
+        ty, by_literal = ty_of(x.v), None
     else:
-        ty = default_ty(x)
-    var = LocalVar(s.declare_var(ty, name), name)
+        ty, by_literal = default_ty(x), at
+    var = LocalVar(s.declare_var(ty, name), name, by_literal)
     _store_var(s, var, x)
     return var
 
