@@ -252,7 +252,7 @@ def test_the_lab_command_refuses_a_folder_that_does_not_exist(tmp_path):
 
 
 def test_the_set_up_strips_saved_notebook_outputs_on_their_way_into_git(tmp_path):
-    from test_notebooks import what_git_would_commit
+    from tests.test_notebooks import what_git_would_commit
 
     clone = _fresh_checkout(tmp_path)
     subprocess.run(["bash", "-c", "source scripts/setup.sh"], cwd=clone, env=_clean_env(None),
