@@ -280,7 +280,9 @@ def test_a_with_block_frees_its_handle(client):  # type: ignore[no-untyped-def]
             assert client.read_one(h) == b"\0" * 64
         client.sync()
     assert h.released
-    assert [(e.handle_id, e.why) for e in rec.of(ev.MemoryReleased)] == [(h.id, "freed")]
+    # (other tests' dropped handles may be released inside the window too: look at this one)
+    assert [(e.handle_id, e.why) for e in rec.of(ev.MemoryReleased)
+            if e.handle_id == h.id] == [(h.id, "freed")]
     with pytest.raises(ReleasedHandleError):
         client.read_one(h)
 
@@ -293,7 +295,7 @@ def test_a_handle_dropped_on_another_thread_is_released(client):  # type: ignore
         t.start()
         t.join()
         client.sync()
-    assert [e.handle_id for e in rec.of(ev.MemoryReleased)] == [hid]
+    assert [e.handle_id for e in rec.of(ev.MemoryReleased) if e.handle_id == hid] == [hid]
 
 
 def test_a_handle_in_a_reference_cycle_is_released_when_the_collector_runs(client):  # type: ignore[no-untyped-def]
@@ -333,7 +335,7 @@ def test_a_failed_buffers_failure_record_goes_with_it(client):  # type: ignore[n
     with client.events.record(ev.MemoryReleased) as rec:
         del h  # the stored failure must not keep the handle alive (its traceback's frames)
         client.sync()
-    assert [e.handle_id for e in rec.of(ev.MemoryReleased)] == [hid]
+    assert [e.handle_id for e in rec.of(ev.MemoryReleased) if e.handle_id == hid] == [hid]
     assert len(ledger) == before
 
 
