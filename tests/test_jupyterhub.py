@@ -179,7 +179,7 @@ def _api(url: str, method: str = "GET", token: str | None = None, body: Any = No
     req.add_header("Content-Type", "application/json")
     if token:
         req.add_header("Authorization", f"token {token}")
-    with urllib.request.urlopen(req, timeout=20) as resp:
+    with urllib.request.urlopen(req, timeout=90) as resp:  # a kernel start under load
         text = resp.read().decode()
     return json.loads(text) if text else None
 
@@ -207,14 +207,20 @@ def _start_server(hub_url: str, name: str, token: str) -> str:
     raise AssertionError(f"{name}'s server did not become ready")
 
 
-async def _run_cells(server: str, token: str, cells: list[str]) -> list[dict[str, Any]]:
-    """Execute `cells` in one new kernel over the server's websocket; outputs per cell."""
+def _start_kernel(server: str, token: str) -> str:
+    return _api(f"{server}api/kernels", "POST", token, {"name": "python3"})["id"]
+
+
+async def _run_cells(server: str, token: str, kernel: str,
+                     cells: list[str]) -> list[dict[str, Any]]:
+    """Execute `cells` in the kernel over the server's websocket; outputs per cell."""
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
-    kernel = _api(f"{server}api/kernels", "POST", token, {"name": "python3"})
-    ws_url = server.replace("http://", "ws://") + f"api/kernels/{kernel['id']}/channels"
-    ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {token}"}))
+    ws_url = server.replace("http://", "ws://") + f"api/kernels/{kernel}/channels"
+    # the server answers the handshake once the kernel is ready: slow on a loaded machine
+    ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {token}"},
+                                             connect_timeout=120, request_timeout=120))
     session, results = uuid.uuid4().hex, []
     try:
         for code in cells:
@@ -228,7 +234,7 @@ async def _run_cells(server: str, token: str, cells: list[str]) -> list[dict[str
                             "stop_on_error": True}}))
             out: dict[str, Any] = {"text": "", "errors": [], "reply": None, "idle": False}
             while out["reply"] is None or not out["idle"]:
-                raw = await asyncio.wait_for(ws.read_message(), timeout=60)
+                raw = await asyncio.wait_for(ws.read_message(), timeout=120)
                 assert raw is not None, "the kernel's websocket closed"
                 msg = json.loads(raw)
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
@@ -267,9 +273,11 @@ def test_two_students_each_run_the_chapter_in_their_own_server_with_their_own_ca
     servers = {name: _start_server(hub["url"], name, tokens[name]) for name in STUDENTS}
     assert len(set(servers.values())) == 2
 
+    kernels = {name: _start_kernel(servers[name], tokens[name]) for name in STUDENTS}
+
     async def chapter_for_both() -> dict[str, list[dict[str, Any]]]:
-        runs = await asyncio.gather(*(_run_cells(servers[n], tokens[n], cells + [PROBE])
-                                      for n in STUDENTS))
+        runs = await asyncio.gather(*(_run_cells(servers[n], tokens[n], kernels[n],
+                                                 cells + [PROBE]) for n in STUDENTS))
         return dict(zip(STUDENTS, runs))
 
     runs = asyncio.run(asyncio.wait_for(chapter_for_both(), DEADLINE_S))
