@@ -37,7 +37,7 @@ from cubelab.ir import (
     ScalarParam,
     Scope,
 )
-from cubelab.ir.core import Block
+from cubelab.ir.core import MATH_BINARY_FNS, MATH_UNARY_FNS, Block
 from cubelab.ir.types import Array, Atomic, Elem, Ty
 from cubelab.prelude import CubeDim, f32
 from tests.fixtures.kernels import add, saxpy, topology
@@ -353,8 +353,18 @@ def every_op_kernel() -> KernelDefinition:
                  "arith.max"):
         r = s.emit(name, [r, av], v4)
     r = s.emit("arith.neg", [r], v4)
-    r = s.emit("math.unary", [r], v4, fn="sqrt")
-    r = s.emit("math.binary", [r, av], v4, fn="pow")
+    for fn in MATH_UNARY_FNS:  # every math function, each on the kind of value it takes
+        if fn in ("count_ones", "reverse_bits", "leading_zeros", "trailing_zeros"):
+            iv = s.emit("arith.cast", [r], Ty(Elem.I32, 4))
+            s.emit("math.unary", [iv], Ty(Elem.I32, 4), fn=fn)
+            s.emit("math.unary", [s.emit("arith.cast", [a], U32)], U32, fn=fn)
+        elif fn in ("is_nan", "is_inf"):
+            s.emit("math.unary", [r], b4, fn=fn)
+            s.emit("math.unary", [a], BOOL, fn=fn)
+        else:
+            r = s.emit("math.unary", [r], v4, fn=fn)
+    for fn in MATH_BINARY_FNS:
+        r = s.emit("math.binary", [r, av], v4, fn=fn)
     r = s.emit("math.fma", [r, av, xv], v4)
     c = s.emit("arith.cmp", [r, av], b4, pred="lt")
     c2 = s.emit("arith.cmp", [xv, av], b4, pred="ge")

@@ -64,7 +64,7 @@ from cubelab.ir.types import Array, Atomic, Elem, Pointer, RuntimeArray, Ty
 _SCALAR = {Elem.F32: "float", Elem.I32: "int32_t", Elem.U32: "uint32_t", Elem.BOOL: "bool"}
 _ELEM_BYTES = {Elem.F32: 4, Elem.I32: 4, Elem.U32: 4, Elem.BOOL: 1}
 _SPACE = {"global": "device", "shared": "threadgroup", "function": "thread"}
-_MATH2 = {"pow": "pow"}
+_MATH2 = {"pow": "pow", "atan2": "atan2"}
 _RMW = {"add": "atomic_fetch_add_explicit", "sub": "atomic_fetch_sub_explicit",
         "min": "atomic_fetch_min_explicit", "max": "atomic_fetch_max_explicit",
         "and": "atomic_fetch_and_explicit", "or": "atomic_fetch_or_explicit",
@@ -104,7 +104,10 @@ _MATH = {
     **{fn: fn for fn in MATH_SAME}, "round": "rint",
     "trunc": "trunc", "exp2": "exp2", "log2": "log2", "rsqrt": "rsqrt",
     "sinh": "sinh", "cosh": "cosh", "asin": "asin", "acos": "acos", "atan": "atan",
-    "fract": "fract", "sign": "sign", "saturate": "saturate",
+    "fract": "fract", "sign": "sign", "saturate": "saturate", "asinh": "asinh",
+    "acosh": "acosh", "atanh": "atanh", "inverse_sqrt": "rsqrt", "count_ones": "popcount",
+    "reverse_bits": "reverse_bits", "leading_zeros": "clz", "trailing_zeros": "ctz",
+    "is_nan": "isnan", "is_inf": "isinf",
 }
 
 

@@ -51,7 +51,14 @@ _BUILTINS = {
     "subgroup_size": "subgroup_size",
     "subgroup_invocation_id": "subgroup_invocation_id",
 }
-_MATH = {*MATH_SAME, "round"}  # WGSL's round is half-to-even, the IR's rule
+# math.unary fn -> WGSL builtin (WGSL's round is half-to-even, the IR's rule); is_nan/is_inf
+# are bit tests (below): WGSL has no isnan, and `x != x` may be folded away.
+_MATH = {**{fn: fn for fn in MATH_SAME}, "round": "round", "trunc": "trunc", "sinh": "sinh",
+         "cosh": "cosh", "asin": "asin", "acos": "acos", "atan": "atan", "asinh": "asinh",
+         "acosh": "acosh", "atanh": "atanh", "inverse_sqrt": "inverseSqrt",
+         "count_ones": "countOneBits", "reverse_bits": "reverseBits",
+         "leading_zeros": "countLeadingZeros", "trailing_zeros": "countTrailingZeros"}
+_FLOAT_CLASS = {"is_nan": ">", "is_inf": "=="}  # |bits| vs the infinity pattern 0x7f800000
 _RMW = {"add": "atomicAdd", "sub": "atomicSub", "min": "atomicMin", "max": "atomicMax",
         "and": "atomicAnd", "or": "atomicOr", "xor": "atomicXor", "swap": "atomicExchange"}
 _PLANE_REDUCE = {"sum": "subgroupAdd", "min": "subgroupMin", "max": "subgroupMax"}
@@ -208,20 +215,26 @@ class _Emitter(InfoReads):
     # -- math and vectors ---------------------------------------------------------------------
     def op_math_unary(self, op: Op) -> None:
         fn = op.attrs["fn"]
+        x = op.operands[0].name
+        if fn in _FLOAT_CLASS:
+            w = op.result.type.width  # type: ignore[union-attr]
+            u = "u32" if w == 1 else f"vec{w}<u32>"
+            self.let(op, f"(bitcast<{u}>({x}) & {u}(0x7fffffffu)) {_FLOAT_CLASS[fn]} "
+                         f"{u}(0x7f800000u)")
+            return
         if fn not in _MATH:
             raise CodegenError(f"math function {fn!r} has no WGSL lowering yet")
-        x = op.operands[0].name
         if fn == "abs" and op.result.type.elem.value == "u32":  # type: ignore[union-attr]
             self.let(op, x)
         else:
-            self.let(op, f"{fn}({x})")
+            self.let(op, f"{_MATH[fn]}({x})")
 
     def op_math_binary(self, op: Op) -> None:
         fn = op.attrs["fn"]
-        if fn != "pow":
+        if fn not in ("pow", "atan2"):
             raise CodegenError(f"math function {fn!r} has no WGSL lowering yet")
         a, b = op.operands
-        self.let(op, f"pow({a.name}, {b.name})")
+        self.let(op, f"{fn}({a.name}, {b.name})")
 
     def op_math_fma(self, op: Op) -> None:
         a, b, c = op.operands

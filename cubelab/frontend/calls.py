@@ -58,8 +58,7 @@ def scalar_method(s: Scope, kind: ScalarKind, name: str, args: Sequence[Any]) ->
         return minmax(s, name, typed_args)
     fn = library.METHODS.get(name)
     if fn is not None:
-        if kind.elem.is_float:
-            args = [cast(s, kind, a) if is_py(read(s, a)) else a for a in args]
+        args = [cast(s, kind, a) if is_py(read(s, a)) else a for a in args]
         return fn._expand_call(s, *args)
     raise error(s, f"`{kind}.{name}(...)` is not part of the kernel language",
                 "available: new, cast_from, min, max, " + ", ".join(sorted(library.METHODS)))
@@ -122,6 +121,9 @@ def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos) -> Any:
         raise error(s, f"`Vector.{name}` is not available", "available: Vector.new(x)")
     obj_r = read(s, obj)
     if isinstance(obj_r, RV):
+        fn = library.METHODS.get(name)
+        if fn is not None:  # CubeCL's `x.sqrt()`, `v.dot(w)`, `n.count_ones()`
+            return fn._expand_call(s, obj_r, *args)
         raise error(s, f"`.{name}(...)` on {describe(obj_r)}",
                     "call functions instead: sqrt(x), F.max(a, b), ...")
     target = getattr(obj_r, name, None)

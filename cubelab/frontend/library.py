@@ -125,12 +125,238 @@ def _erf(s: Scope, x: Any) -> Any:
 
 
 def _pow(s: Scope, a: Any, b: Any) -> Any:
+    """pow as CubeCL gives it: a negative base with an integral exponent is |a|**b with the sign
+    of an odd power (pow(-3, 2) == 9, pow(-2, 3) == -8); a non-integral one is NaN, as the IR's
+    math.binary pow. A comptime exponent decides which case at expansion (no select)."""
     va, vb = pair(s, a, b, "pow")
-    if not ty_of(va).elem.is_float:
+    ty = ty_of(va)
+    if not ty.elem.is_float:
         raise error(s, f"pow() of {ty_of(va)} values",
                     "pow works on f32: pow(f32(x), f32(y)); for integer powers multiply in an "
                     "unrolled loop")
-    return RV(s.emit("math.binary", [va, vb], ty_of(va), fn="pow"))
+    b = read(s, b)
+    if is_py(b) and not float(b).is_integer():
+        return RV(s.emit("math.binary", [va, vb], ty, fn="pow"))
+    mag = s.emit("math.binary", [s.emit("math.unary", [va], ty, fn="abs"), vb], ty, fn="pow")
+    neg = s.emit("arith.cmp", [va, _c(s, 0.0, ty)], Ty(Elem.BOOL, ty.width), pred="lt")
+    if is_py(b):
+        if int(b) % 2 == 0:
+            return RV(mag)
+        return RV(s.emit("arith.select", [neg, s.emit("arith.neg", [mag], ty), mag], ty))
+    bw = Ty(Elem.BOOL, ty.width)
+    integral = s.emit("arith.cmp", [s.emit("math.unary", [vb], ty, fn="trunc"), vb], bw,
+                      pred="eq")
+    half = s.emit("arith.mul", [vb, _c(s, 0.5, ty)], ty)
+    odd = s.emit("arith.cmp", [s.emit("math.unary", [half], ty, fn="trunc"), half], bw,
+                 pred="ne")
+    signed = s.emit("arith.select", [odd, s.emit("arith.neg", [mag], ty), mag], ty)
+    plain = s.emit("math.binary", [va, vb], ty, fn="pow")
+    use_signed = s.emit("arith.and", [neg, integral], bw)
+    return RV(s.emit("arith.select", [use_signed, signed, plain], ty))
+
+
+def _c(s: Scope, k: Any, ty: Ty) -> Any:
+    """The literal `k` in the element type of `ty`, splatted to its width."""
+    return splat(s, const(s, k, Ty(ty.elem)), ty.width)
+
+
+def _math1(fn: str) -> Callable[[Scope, Any], Any]:
+    """A float math.unary function that is one op (sinh, trunc, inverse_sqrt, ...)."""
+    def expand(s: Scope, x: Any) -> Any:
+        v = _float_value(s, fn, x)
+        return RV(s.emit("math.unary", [v], ty_of(v), fn=fn))
+
+    return expand
+
+
+def _float_class(fn: str) -> Callable[[Scope, Any], Any]:
+    def expand(s: Scope, x: Any) -> Any:
+        v = _float_value(s, fn, x)
+        return RV(s.emit("math.unary", [v], Ty(Elem.BOOL, ty_of(v).width), fn=fn))
+
+    return expand
+
+
+def _scaled(fn: str, k: float, offset: float = 0.0, inner: str | None = None
+            ) -> Callable[[Scope, Any], Any]:
+    """inner(x) * k + offset (to_degrees, to_radians, recip as 1/x, exp_m1 as exp(x) - 1)."""
+    def expand(s: Scope, x: Any) -> Any:
+        v = _float_value(s, fn, x)
+        ty = ty_of(v)
+        if inner is not None:
+            v = s.emit("math.unary", [v], ty, fn=inner)
+        if fn == "recip":
+            return RV(s.emit("arith.div", [_c(s, 1.0, ty), v], ty))
+        r = s.emit("arith.mul", [v, _c(s, k, ty)], ty) if k != 1.0 else v
+        if offset:
+            r = s.emit("arith.add", [r, _c(s, offset, ty)], ty)
+        return RV(r)
+
+    return expand
+
+
+def _float_pair(s: Scope, fn: str, a: Any, b: Any) -> tuple[Any, Any, Ty]:
+    va, vb = pair(s, a, b, fn)
+    if not ty_of(va).elem.is_float:
+        raise error(s, f"{fn}() of {ty_of(va)} values", f"{fn} works on f32")
+    return va, vb, ty_of(va)
+
+
+def _atan2(s: Scope, y: Any, x: Any) -> Any:
+    vy, vx, ty = _float_pair(s, "atan2", y, x)
+    return RV(s.emit("math.binary", [vy, vx], ty, fn="atan2"))
+
+
+def _hypot(fn: str) -> Callable[[Scope, Any, Any], Any]:
+    """hypot = sqrt(a² + b²), rhypot = 1/sqrt(a² + b²) (CubeCL's polyfill: no rescaling, so it
+    overflows to inf where a² + b² does, |a| or |b| above about 1.8e19)."""
+    def expand(s: Scope, a: Any, b: Any) -> Any:
+        va, vb, ty = _float_pair(s, fn, a, b)
+        sq = s.emit("arith.add", [s.emit("arith.mul", [va, va], ty),
+                                  s.emit("arith.mul", [vb, vb], ty)], ty)
+        return RV(s.emit("math.unary", [sq], ty, fn="sqrt" if fn == "hypot" else "inverse_sqrt"))
+
+    return expand
+
+
+def _powi(s: Scope, x: Any, n: Any) -> Any:
+    """powi(x, n): x to an integer power (the exponent is converted to f32, then pow)."""
+    nv = read(s, n)
+    if is_py(nv):
+        return _pow(s, x, float(nv))
+    vn = value(s, nv)
+    if not ty_of(vn).elem.is_int:
+        raise error(s, f"powi()'s exponent must be an integer, got {ty_of(vn)}", "use pow")
+    vx = _float_value(s, "powi", x)
+    return _pow(s, RV(vx), RV(s.emit("arith.cast", [vn], Ty(Elem.F32, ty_of(vn).width))))
+
+
+def _int_value(s: Scope, fn: str, x: Any) -> Any:
+    v = value(s, x, U32)
+    if not ty_of(v).elem.is_int:
+        raise error(s, f"{fn}() needs an integer (i32 or u32), got {ty_of(v)}",
+                    f"cast first: {fn}(u32(x))")
+    return v
+
+
+def _bits(fn: str) -> Callable[[Scope, Any], Any]:
+    """A bit function of the 32-bit pattern; counts are u32 (CubeCL returns u32), reverse_bits
+    keeps the type."""
+    def expand(s: Scope, x: Any) -> Any:
+        v = _int_value(s, fn, x)
+        ty = ty_of(v)
+        if fn == "find_first_set":  # 1 + index of the lowest set bit; 0 for 0
+            tz = s.emit("math.unary", [v], ty, fn="trailing_zeros")
+            uty = Ty(Elem.U32, ty.width)
+            tz = s.emit("arith.cast", [tz], uty) if ty.elem is Elem.I32 else tz
+            zero = s.emit("arith.cmp", [v, _c(s, 0, ty)], Ty(Elem.BOOL, ty.width), pred="eq")
+            one_based = s.emit("arith.add", [tz, _c(s, 1, uty)], uty)
+            return RV(s.emit("arith.select", [zero, _c(s, 0, uty), one_based], uty))
+        r = s.emit("math.unary", [v], ty, fn=fn)
+        if fn != "reverse_bits" and ty.elem is Elem.I32:
+            r = s.emit("arith.cast", [r], Ty(Elem.U32, ty.width))
+        return RV(r)
+
+    return expand
+
+
+def _int_pair(s: Scope, fn: str, a: Any, b: Any) -> tuple[Any, Any, Ty]:
+    va, vb = pair(s, a, b, fn)
+    if not ty_of(va).elem.is_int:
+        raise error(s, f"{fn}() of {ty_of(va)} values", f"{fn} works on i32 and u32")
+    return va, vb, ty_of(va)
+
+
+def _saturating(fn: str) -> Callable[[Scope, Any, Any], Any]:
+    """a + b / a - b clamped to the type's range instead of wrapping (CubeCL's saturating_*)."""
+    def expand(s: Scope, a: Any, b: Any) -> Any:
+        va, vb, ty = _int_pair(s, fn, a, b)
+        bw = Ty(Elem.BOOL, ty.width)
+        op = "arith.add" if fn == "saturating_add" else "arith.sub"
+        r = s.emit(op, [va, vb], ty)
+        if ty.elem is Elem.U32:
+            # add overflowed iff the wrapped sum is below a; sub iff b > a
+            over = (s.emit("arith.cmp", [r, va], bw, pred="lt") if op == "arith.add"
+                    else s.emit("arith.cmp", [vb, va], bw, pred="gt"))
+            bound = _c(s, 0xFFFFFFFF if op == "arith.add" else 0, ty)
+            return RV(s.emit("arith.select", [over, bound, r], ty))
+        # i32: overflow iff the result's sign differs from a's while b's sign agrees with the
+        # direction (add: same sign as a; sub: opposite sign): ((a ^ r) & (a ^ ±b)) < 0
+        zero = _c(s, 0, ty)
+        ar = s.emit("arith.bitxor", [va, r], ty)
+        ab = s.emit("arith.bitxor", [va, vb], ty)
+        if op == "arith.add":
+            ab = s.emit("arith.bitnot", [ab], ty)
+        over = s.emit("arith.cmp", [s.emit("arith.bitand", [ar, ab], ty), zero], bw, pred="lt")
+        a_neg = s.emit("arith.cmp", [va, zero], bw, pred="lt")
+        bound = s.emit("arith.select", [a_neg, _c(s, -(2**31), ty), _c(s, 2**31 - 1, ty)], ty)
+        return RV(s.emit("arith.select", [over, bound, r], ty))
+
+    return expand
+
+
+def _mul_hi(s: Scope, a: Any, b: Any) -> Any:
+    """The high 32 bits of the 64-bit product (WGSL has no 64-bit ints: four 16x16 products, as
+    CubeCL's WGSL polyfill; i32 corrects the unsigned result by the operands' signs)."""
+    va, vb, ty = _int_pair(s, "mul_hi", a, b)
+    u = Ty(Elem.U32, ty.width)
+    ua = s.emit("arith.cast", [va], u) if ty.elem is Elem.I32 else va
+    ub = s.emit("arith.cast", [vb], u) if ty.elem is Elem.I32 else vb
+    mask, sixteen = _c(s, 0xFFFF, u), _c(s, 16, u)
+
+    def e(op: str, x: Any, y: Any) -> Any:
+        return s.emit(op, [x, y], u)
+
+    a_lo, a_hi = e("arith.bitand", ua, mask), e("arith.shr", ua, sixteen)
+    b_lo, b_hi = e("arith.bitand", ub, mask), e("arith.shr", ub, sixteen)
+    ll, lh = e("arith.mul", a_lo, b_lo), e("arith.mul", a_lo, b_hi)
+    hl, hh = e("arith.mul", a_hi, b_lo), e("arith.mul", a_hi, b_hi)
+    mid = e("arith.add", e("arith.add", e("arith.shr", ll, sixteen),
+                           e("arith.bitand", lh, mask)), e("arith.bitand", hl, mask))
+    hi = e("arith.add", e("arith.add", hh, e("arith.shr", lh, sixteen)),
+           e("arith.add", e("arith.shr", hl, sixteen), e("arith.shr", mid, sixteen)))
+    if ty.elem is Elem.U32:
+        return RV(hi)
+    # signed high word = unsigned high word - (a < 0 ? b : 0) - (b < 0 ? a : 0)  (mod 2^32)
+    zero, bw = _c(s, 0, ty), Ty(Elem.BOOL, ty.width)
+    uzero = _c(s, 0, u)
+    a_neg = s.emit("arith.cmp", [va, zero], bw, pred="lt")
+    b_neg = s.emit("arith.cmp", [vb, zero], bw, pred="lt")
+    hi = e("arith.sub", hi, s.emit("arith.select", [a_neg, ub, uzero], u))
+    hi = e("arith.sub", hi, s.emit("arith.select", [b_neg, ua, uzero], u))
+    return RV(s.emit("arith.cast", [hi], ty))
+
+
+def _vector_sum(s: Scope, x: Any) -> Any:
+    """The sum of a vector's components (a scalar is itself)."""
+    v = value(s, x)
+    ty = ty_of(v)
+    scalar = Ty(ty.elem)
+    if ty.width == 1:
+        return RV(v)
+    acc = s.emit("vector.extract", [v], scalar, index=0)
+    for i in range(1, ty.width):
+        acc = s.emit("arith.add", [acc, s.emit("vector.extract", [v], scalar, index=i)], scalar)
+    return RV(acc)
+
+
+def _dot(s: Scope, a: Any, b: Any) -> Any:
+    va, vb = pair(s, a, b, "dot")
+    return _vector_sum(s, RV(s.emit("arith.mul", [va, vb], ty_of(va))))
+
+
+def _magnitude(s: Scope, x: Any) -> Any:
+    v = _float_value(s, "magnitude", x)
+    d = value(s, _dot(s, RV(v), RV(v)))
+    return RV(s.emit("math.unary", [d], ty_of(d), fn="sqrt"))
+
+
+def _normalize(s: Scope, x: Any) -> Any:
+    """x / |x| as x * inverse_sqrt(dot(x, x)); the zero vector gives NaN or inf components."""
+    v = _float_value(s, "normalize", x)
+    d = value(s, _dot(s, RV(v), RV(v)))
+    inv = s.emit("math.unary", [d], ty_of(d), fn="inverse_sqrt")
+    return RV(s.emit("arith.mul", [v, splat(s, inv, ty_of(v).width)], ty_of(v)))
 
 
 def _clamp(s: Scope, x: Any, lo: Any, hi: Any) -> Any:
@@ -251,14 +477,61 @@ plane_any = Intrinsic("plane_any", _plane_vote("any"), None, 1)
 plane_broadcast = Intrinsic("plane_broadcast", _plane_broadcast, None, 2)
 plane_elect = Intrinsic("plane_elect", _plane_elect, None, 0)
 
+
+def _py_bits(fn: Callable[[int], int]) -> Callable[[int], int]:
+    return lambda x: fn(x & 0xFFFFFFFF)
+
+
+sinh = _unary_intrinsic("sinh", math.sinh)
+cosh = _unary_intrinsic("cosh", math.cosh)
+asin = _unary_intrinsic("asin", math.asin)
+acos = _unary_intrinsic("acos", math.acos)
+atan = _unary_intrinsic("atan", math.atan)
+asinh = _unary_intrinsic("asinh", math.asinh)
+acosh = _unary_intrinsic("acosh", math.acosh)
+atanh = _unary_intrinsic("atanh", math.atanh)
+trunc = _unary_intrinsic("trunc", lambda x: float(math.trunc(x)))
+inverse_sqrt = Intrinsic("inverse_sqrt", _math1("inverse_sqrt"), lambda x: 1.0 / math.sqrt(x), 1)
+recip = Intrinsic("recip", _scaled("recip", 1.0), lambda x: 1.0 / x, 1)
+exp_m1 = Intrinsic("exp_m1", _scaled("exp_m1", 1.0, -1.0, "exp"), math.expm1, 1)
+to_degrees = Intrinsic("to_degrees", _scaled("to_degrees", 180.0 / math.pi), math.degrees, 1)
+to_radians = Intrinsic("to_radians", _scaled("to_radians", math.pi / 180.0), math.radians, 1)
+is_nan = Intrinsic("is_nan", _float_class("is_nan"), math.isnan, 1)
+is_inf = Intrinsic("is_inf", _float_class("is_inf"), math.isinf, 1)
+atan2 = Intrinsic("atan2", _atan2, math.atan2, 2)
+hypot = Intrinsic("hypot", _hypot("hypot"), math.hypot, 2)
+rhypot = Intrinsic("rhypot", _hypot("rhypot"), lambda a, b: 1.0 / math.hypot(a, b), 2)
+powi = Intrinsic("powi", _powi, lambda x, n: float(x) ** int(n), 2)
+count_ones = Intrinsic("count_ones", _bits("count_ones"),
+                       _py_bits(lambda x: bin(x).count("1")), 1)
+reverse_bits = Intrinsic("reverse_bits", _bits("reverse_bits"), None, 1)
+leading_zeros = Intrinsic("leading_zeros", _bits("leading_zeros"),
+                          _py_bits(lambda x: 32 - x.bit_length()), 1)
+trailing_zeros = Intrinsic("trailing_zeros", _bits("trailing_zeros"),
+                           _py_bits(lambda x: (x & -x).bit_length() - 1 if x else 32), 1)
+find_first_set = Intrinsic("find_first_set", _bits("find_first_set"),
+                           _py_bits(lambda x: (x & -x).bit_length()), 1)
+saturating_add = Intrinsic("saturating_add", _saturating("saturating_add"), None, 2)
+saturating_sub = Intrinsic("saturating_sub", _saturating("saturating_sub"), None, 2)
+mul_hi = Intrinsic("mul_hi", _mul_hi, None, 2)
+vector_sum = Intrinsic("vector_sum", _vector_sum, None, 1)
+dot = Intrinsic("dot", _dot, None, 2)
+magnitude = Intrinsic("magnitude", _magnitude, None, 1)
+normalize = Intrinsic("normalize", _normalize, None, 1)
+
 # Python builtins that mean the same inside a kernel (`min(a, b)`, `round(x)`, `pow(x, y)`, ...).
 PY_BUILTINS: dict[Any, Intrinsic] = {builtins.abs: abs_, builtins.round: round_,
                                      builtins.pow: pow_}
-# `F.sqrt(x)`-style methods on scalar types
+# `F.sqrt(x)`-style methods on scalar types, and `x.sqrt()` on a runtime value (CubeCL's names)
 METHODS: dict[str, Intrinsic] = {
     i.name: i for i in (sqrt, exp, log, sin, cos, tan, tanh, floor, ceil, round_, abs_, erf, pow_,
-                        clamp, fma)
+                        clamp, fma, sinh, cosh, asin, acos, atan, asinh, acosh, atanh, trunc,
+                        inverse_sqrt, recip, exp_m1, to_degrees, to_radians, is_nan, is_inf,
+                        atan2, hypot, rhypot, powi, count_ones, reverse_bits, leading_zeros,
+                        trailing_zeros, find_first_set, saturating_add, saturating_sub, mul_hi,
+                        vector_sum, dot, magnitude, normalize)
 }
+METHODS["powf"] = pow_
 # `x ** y`
 def power(s: Scope, a: Any, b: Any, at: Pos) -> Any:
     s.at(*at)
@@ -266,5 +539,9 @@ def power(s: Scope, a: Any, b: Any, at: Pos) -> Any:
 
 
 __all__ = ["sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "erf", "clamp",
-           "fma", "select", "sync_cube", "sync_storage", "plane_sum", "plane_min", "plane_max",
+           "fma", "select", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
+           "trunc", "inverse_sqrt", "recip", "exp_m1", "to_degrees", "to_radians", "is_nan",
+           "is_inf", "atan2", "hypot", "rhypot", "powi", "count_ones", "reverse_bits",
+           "leading_zeros", "trailing_zeros", "find_first_set", "saturating_add",
+           "saturating_sub", "mul_hi", "vector_sum", "dot", "magnitude", "normalize", "sync_cube", "sync_storage", "plane_sum", "plane_min", "plane_max",
            "plane_all", "plane_any", "plane_broadcast", "plane_elect"]

@@ -67,12 +67,18 @@ OPS: dict[str, str] = {
     "arith.shr": "lhs >> rhs; rhs u32 as arith.shl (amount rhs % 32); u32: logical (zero fill), "
                  "i32: arithmetic (sign fill)",
     # -- math ---------------------------------------------------------------------------------
-    "math.unary": "elementwise function (attr fn) of f32 scalars/vectors: sqrt exp log sin cos "
-                  "tan tanh floor ceil round (round: half to even), and abs (also on i32: "
-                  "abs(MIN) = MIN, wrapping). sqrt/log of negatives give NaN. erf is NOT an op: "
-                  "the frontend lowers it to a polynomial (docs/language.md)",
+    "math.unary": "elementwise function (attr fn) of scalars/vectors, result of the operand's "
+                  "type unless said: on f32: sqrt exp log sin cos tan tanh sinh cosh asin acos "
+                  "atan asinh acosh atanh floor ceil round (half to even) trunc inverse_sqrt "
+                  "(1/sqrt(x)); abs (also on i32: abs(MIN) = MIN, wrapping); on i32/u32 (bit "
+                  "functions of the 32-bit pattern): count_ones reverse_bits leading_zeros "
+                  "trailing_zeros (0 gives 32); f32 -> bool of the same width: is_nan is_inf. "
+                  "sqrt/log of negatives and asin/acos outside [-1, 1] give NaN. erf is NOT an "
+                  "op: the frontend lowers it to a polynomial (docs/language.md)",
     "math.binary": "elementwise function (attr fn) of two f32 values: pow (x**y; NaN for x < 0, "
-                   "as WGSL's exp2(y*log2(x)))",
+                   "as WGSL's exp2(y*log2(x)); the frontend gives CubeCL's answer for a "
+                   "negative base with an integral exponent), atan2 (atan2(y, x), operands "
+                   "[y, x])",
     "math.fma": "fma(a, b, c) = a * b + c for f32 scalars/vectors (operands [a, b, c]); may or "
                 "may not round once",
     # -- vectors ------------------------------------------------------------------------------
@@ -145,6 +151,14 @@ OPS: dict[str, str] = {
                    "(a runtime value), else a Python constant). Runs on the CPU runtime only: "
                    "WGSL refuses it with a CodegenError, MSL shows it as a comment",
 }
+
+# The `fn` attributes math.unary and math.binary accept (their meaning is in OPS' text above);
+# every target and the CPU runtime implement each (tests/test_msl.py, test_wgsl.py, test_cpu_ops.py).
+MATH_UNARY_FNS = ("sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin",
+                  "acos", "atan", "asinh", "acosh", "atanh", "floor", "ceil", "round", "trunc",
+                  "inverse_sqrt", "abs", "count_ones", "reverse_bits", "leading_zeros",
+                  "trailing_zeros", "is_nan", "is_inf")
+MATH_BINARY_FNS = ("pow", "atan2")
 
 
 @dataclass(eq=False, slots=True)

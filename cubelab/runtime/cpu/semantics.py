@@ -124,9 +124,33 @@ def reverse_bits(x: np.ndarray) -> np.ndarray:
     return out.astype(x.dtype)
 
 
+def leading_zeros(x: np.ndarray) -> np.ndarray:
+    """Zero bits above the highest set bit of the 32-bit pattern (0 gives 32), by halving."""
+    v: Any = np.asarray(x).astype(np.uint32)
+    n: Any = np.zeros(v.shape, np.uint32)
+    for shift in (16, 8, 4, 2, 1):
+        top_empty = (v >> np.uint32(32 - shift)) == 0
+        n = n + np.where(top_empty, np.uint32(shift), np.uint32(0))
+        v = np.where(top_empty, v << np.uint32(shift), v)
+    n = n + np.where(v == 0, np.uint32(1), np.uint32(0))
+    return n.astype(np.asarray(x).dtype)
+
+
+def trailing_zeros(x: np.ndarray) -> np.ndarray:
+    """Zero bits below the lowest set bit (0 gives 32): 31 - clz of the lowest set bit alone."""
+    v: Any = np.asarray(x).astype(np.uint32)
+    lowest = v & (~v + np.uint32(1))
+    n = np.where(v == 0, np.uint32(32), np.uint32(31) - leading_zeros(lowest).astype(np.uint32))
+    return n.astype(np.asarray(x).dtype)
+
+
 MATH["erf"] = erf
 MATH["count_ones"] = count_ones
 MATH["reverse_bits"] = reverse_bits
+MATH["leading_zeros"] = leading_zeros
+MATH["trailing_zeros"] = trailing_zeros
+MATH["is_nan"] = np.isnan
+MATH["is_inf"] = np.isinf
 
 
 def shift_amount(b: np.ndarray) -> np.ndarray:
