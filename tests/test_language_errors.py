@@ -86,6 +86,11 @@ CASES = [
      "helper_comptime("),
     ("mismatched vector widths", ["w = v2[0] + v4[0]"], "expand",
      "vectors of widths 2 and 4", "same width", "v2[0] + v4[0]"),
+    ("wrong number of indices", ["tile = SharedMemory[f32]((3, 3))", "out[i] = tile[i, 0, 1]"],
+     "expand", "3 indices into the shared memory of shape (3, 3)", "one index per axis",
+     "tile[i, 0, 1]"),
+    ("several indices into a Slice", ["out[i] = x[i, 0]"], "expand",
+     "2 indices into a Slice, which is one-dimensional", "declare a Tensor", "x[i, 0]"),
     ("shared memory with a runtime length", ["tile = SharedMemory[f32](n)"], "expand",
      "shared memory with a runtime length", "Comptime", "SharedMemory[f32](n)"),
     # reported where the helper calls itself (the expansion is inside the helper by then)

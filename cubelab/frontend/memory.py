@@ -9,6 +9,12 @@ Every way of reaching an element ends in one `memory.index` op on a pointer to a
 - a sub-slice `x[a:b]`, which is no IR object at all: it is (base, start, length) at expand time
   and its index `i` becomes `start + i` on the base, so targets need nothing for it.
 
+Multi-indices `t[i, j]` are flattened here, before `memory.index`: a tensor through its strides
+(`i * stride(0) + j * stride(1)`, so a transposed view reads right), a comptime-shaped
+`SharedMemory[f32]((3, 3))` / `Array[f32]((2, 3, 4))` row-major. An array's index count is
+checked at expansion (its shape is comptime); a tensor's rank is a launch value, so `t[i, j]` on
+a tensor of rank 3 is not caught (it reads with the first two strides, as CubeCL's would).
+
 Element types that are atomic (`Atomic[u32]`) are never loaded or stored plainly; `hist[b]`
 gives an `AtomicRef` whose methods emit `atomic.*` ops (`fetch_add` returns the old value).
 
@@ -55,6 +61,16 @@ def new_array(s: Scope, kind: ArrayKind, args: Sequence[Any]) -> ArrayRef:
     if len(args) != 1:
         raise error(s, f"{what}(length) takes one comptime length")
     n = read(s, args[0])
+    shape: tuple[int, ...] = ()
+    if isinstance(n, tuple):  # SharedMemory[f32]((rows, cols)): a comptime shape, row-major
+        dims = [read(s, d) for d in n]
+        if not dims or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0
+                               for d in dims):
+            raise error(s, f"{what}({n!r}): a shape is a tuple of positive comptime ints")
+        shape = tuple(dims)
+        n = 1
+        for d in shape:
+            n *= d
     if not isinstance(n, int) or isinstance(n, bool):
         hint = ("the length must be known at expansion: a Python int, a Comptime[int] "
                 "argument or comptime(expr); for a size that depends on the launch, pass it "
@@ -75,12 +91,12 @@ def new_array(s: Scope, kind: ArrayKind, args: Sequence[Any]) -> ArrayRef:
         ptr = s.new_value(Pointer(Array(item, n), "shared"), "shared")
         op = Op("shared.declare", [], [ptr], {"name": f"shared_{ptr.id}"}, [], s.loc)
         s.hoist(op)  # declared at the top, like var.declare
-        return ArrayRef(ptr, "shared memory", n)
+        return ArrayRef(ptr, "shared memory", n, shape)
     if n > MAX_LOCAL_ITEMS:
         raise error(s, f"{what}({n}) is too large for a unit's local memory",
                         "use shared memory or a global buffer")
     ptr = s.declare_var(Array(item, n), "array")  # type: ignore[arg-type]
-    return ArrayRef(ptr, "local array", n)
+    return ArrayRef(ptr, "local array", n, shape)
 
 
 def _pointee_array(base: BufferRef | ArrayRef) -> Array | RuntimeArray:
@@ -93,6 +109,8 @@ def _pointee_array(base: BufferRef | ArrayRef) -> Array | RuntimeArray:
 
 def element_ptr(s: Scope, obj: Indexable, idx: Any) -> tuple[Value, Ty | Atomic]:
     """A pointer to element `idx` of a buffer, array or sub-slice, and its item type."""
+    if isinstance(idx, tuple):
+        idx = RV(flat_index(s, obj, idx))
     if isinstance(obj, SliceView):
         i = index_value(s, idx)
         shifted = s.emit("arith.add", [obj.start, i], U32)
@@ -107,6 +125,34 @@ def element_ptr(s: Scope, obj: Indexable, idx: Any) -> tuple[Value, Ty | Atomic]
         space = obj.ptr.type.space  # type: ignore[union-attr]
         ptr = s.emit("memory.index", [obj.ptr, i], Pointer(item, space))
     return ptr, item
+
+
+def flat_index(s: Scope, obj: Indexable, idx: tuple[Any, ...]) -> Value:
+    """The flat u32 index of `obj[i, j, ...]` (see the module docstring)."""
+    n = len(idx)
+    if isinstance(obj, BufferRef) and obj.tensor:
+        flat: Value | None = None
+        for axis, i in enumerate(idx):
+            stride = s.emit("tensor.stride", [obj.v, const(s, axis, U32)], U32)
+            term = s.emit("arith.mul", [index_value(s, i), stride], U32)
+            flat = term if flat is None else s.emit("arith.add", [flat, term], U32)
+        assert flat is not None
+        return flat
+    if isinstance(obj, ArrayRef) and obj.shape:
+        if n != len(obj.shape):
+            raise error(s, f"{n} indices into the {obj.name} of shape {obj.shape}",
+                        f"give one index per axis: {len(obj.shape)} of them")
+        flat = index_value(s, idx[0])
+        for i, d in zip(idx[1:], obj.shape[1:]):
+            flat = s.emit("arith.add", [s.emit("arith.mul", [flat, const(s, d, U32)], U32),
+                                        index_value(s, i)], U32)
+        return flat
+    if n == 1:
+        return index_value(s, idx[0])
+    what = "a Slice" if isinstance(obj, BufferRef) else f"the {obj.name}"
+    raise error(s, f"{n} indices into {what}, which is one-dimensional",
+                "index it with one flat index, or declare a Tensor / a shaped "
+                "SharedMemory[f32]((rows, cols)) for t[i, j]")
 
 
 def load(s: Scope, obj: Indexable, idx: Any) -> Any:

@@ -81,6 +81,7 @@ class ArrayRef:
     ptr: Value  # Pointer(Array(item, length), "function" | "shared")
     name: str
     length: int
+    shape: tuple[int, ...] = ()  # comptime axes of `SharedMemory[f32]((3, 3))`, row-major
 
     @property
     def writable(self) -> bool:
