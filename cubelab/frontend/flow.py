@@ -27,7 +27,17 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from cubelab.frontend.calls import call
-from cubelab.frontend.operands import Pos, as_bool, describe, error, read, ty_of, value
+from cubelab.frontend.operands import (
+    Pos,
+    as_bool,
+    describe,
+    error,
+    is_pure,
+    pair,
+    read,
+    ty_of,
+    value,
+)
 from cubelab.frontend.types import GenericScalar, ScalarKind
 from cubelab.frontend.values import RV, UNBOUND, LocalVar
 from cubelab.frontend.variables import assign
@@ -301,12 +311,44 @@ def if_(s: Scope, cond: Any, then: Callable[[], None], orelse: Callable[[], None
 
 
 def ifexp(s: Scope, cond: Any, a: Callable[[], Any], b: Callable[[], Any], at: Pos) -> Any:
+    """`x if cond else y`. A comptime `cond` picks a side in Python. A runtime one expands both
+    sides: when both are pure value computations it is `arith.select` (both computed, as
+    `select`); otherwise (a load, an atomic, a call with effects) a branch stores the chosen
+    side into a local, so only that side runs — CubeCL's semantics."""
     s.at(*at)
     cond = read(s, cond)
-    if isinstance(cond, RV):
-        raise error(s, "`x if cond else y` with a runtime condition",
-                    "use an if statement assigning a local, or select(cond, a, b)")
-    return a() if cond else b()
+    if not isinstance(cond, RV):
+        return a() if cond else b()
+    c = as_bool(s, cond, "x if cond else y")
+    if ty_of(c).width != 1:
+        raise error(s, "`x if cond else y` needs one bool condition, got a bool vector",
+                    "use select(cond, a, b), which picks per component")
+    sides = (Block(), Block())
+    got = []
+    for block, thunk in zip(sides, (a, b)):
+        with s.child(block):
+            got.append(read(s, thunk()))
+    s.at(*at)
+    x, y = got
+    if all(is_pure(block) for block in sides):
+        for block in sides:
+            s.block.ops.extend(block.ops)
+        vx, vy = pair(s, x, y, "x if cond else y")
+        return RV(s.emit("arith.select", [c, vx, vy], ty_of(vx)))
+    like = ty_of(x.v) if isinstance(x, RV) else ty_of(y.v) if isinstance(y, RV) else None
+    vals = []
+    for block, side in zip(sides, got):
+        with s.child(block):
+            vals.append(value(s, side, like))
+    if ty_of(vals[0]) != ty_of(vals[1]):
+        raise error(s, f"`x if cond else y` with sides of types {ty_of(vals[0])} and "
+                    f"{ty_of(vals[1])}", "cast one side so both have one type")
+    result = s.declare_var(ty_of(vals[0]), "choice")
+    for block, v in zip(sides, vals):
+        with s.child(block):
+            s.register("memory.store", [result, v])
+    s.register("scf.if", [c]).regions = [sides[0], sides[1]]
+    return RV(s.emit("memory.load", [result], ty_of(vals[0])))
 
 
 # -- loops -------------------------------------------------------------------------------------

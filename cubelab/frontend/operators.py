@@ -18,6 +18,7 @@ from cubelab.frontend.operands import (
     as_bool,
     const,
     error,
+    is_pure,
     is_py,
     pair,
     read,
@@ -27,7 +28,8 @@ from cubelab.frontend.operands import (
 )
 from cubelab.frontend.values import RV
 from cubelab.ir.scope import Scope
-from cubelab.ir.types import U32, Elem, Ty
+from cubelab.ir.core import Block
+from cubelab.ir.types import BOOL, U32, Elem, Ty
 
 
 _PY_BIN: dict[str, Callable[[Any, Any], Any]] = {
@@ -153,20 +155,35 @@ def cmp(s: Scope, pred: str, a: Any, b: Any, at: Pos) -> Any:
 
 
 def boolop(s: Scope, op: str, a: Any, b_thunk: Callable[[], Any], at: Pos) -> Any:
-    """`a and b` / `a or b`. Comptime `a` short-circuits as in Python; a runtime `a` evaluates
-    both sides (there is no short circuit on a GPU lane) and emits `arith.and`/`arith.or`."""
+    """`a and b` / `a or b`, short-circuit as in Python and CubeCL: a comptime `a` decides in
+    Python; with a runtime bool `a`, the right side runs only where it must (`a` true for `and`,
+    false for `or`) — as a branch that stores into a bool local when the right side has an
+    effect or a load (an atomic, a store, a read that `a` guards), and as a plain `arith.and`/
+    `arith.or` of both values when it is pure (same result, no branch). Vector bools combine
+    componentwise (both sides run: a lane cannot skip half a vector)."""
     s.at(*at)
     a = read(s, a)
     if is_py(a):
         if op == "and":
             return b_thunk() if a else a
         return a if a else b_thunk()
-    b = read(s, b_thunk())
-    s.at(*at)
     va = as_bool(s, a, op)
-    vb = as_bool(s, b, op)
-    va, vb = pair(s, RV(va), RV(vb), op)
-    return RV(s.emit(f"arith.{op}", [va, vb], ty_of(va)))
+    rhs = Block()
+    with s.child(rhs):
+        b = read(s, b_thunk())
+        s.at(*at)
+        vb = as_bool(s, b, op)
+    if is_pure(rhs) or ty_of(va).width > 1 or ty_of(vb).width > 1:
+        s.block.ops.extend(rhs.ops)
+        va, vb = pair(s, RV(va), RV(vb), op)
+        return RV(s.emit(f"arith.{op}", [va, vb], ty_of(va)))
+    result = s.declare_var(BOOL, "short")
+    s.register("memory.store", [result, va])
+    with s.child(rhs):
+        s.register("memory.store", [result, vb])
+    run_rhs = va if op == "and" else s.emit("arith.not", [va], BOOL)
+    s.register("scf.if", [run_rhs]).regions = [rhs, Block()]
+    return RV(s.emit("memory.load", [result], BOOL))
 
 
 def not_(s: Scope, a: Any, at: Pos) -> Any:
