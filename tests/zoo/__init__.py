@@ -40,6 +40,8 @@ def _zoo() -> list[tuple[str, Any]]:
         ("polyval", instance(k.polyval, cube_dim=d1, comptime=(HORNER,))),
         ("neighbour_sum", instance(k.neighbour_sum, cube_dim=d1, comptime=(BLOCK,))),
         ("bit_tricks", instance(k.bit_tricks, cube_dim=d1)),
+        ("conv2d_3x3", instance(k.conv2d_3x3, cube_dim=CubeDim.new_2d(8, 8))),
+        ("morton_bits", instance(k.morton_bits, cube_dim=d1)),
     ]
 
 

@@ -306,3 +306,38 @@ def bit_tricks(x: Slice[u32], pop: SliceMut[u32], rev: SliceMut[u32]):
         for b in unroll(range(32)):
             r = r | (((v >> b) & 1) << (31 - b))
         rev[i] = r
+
+
+# -- 15. 2-D convolution with t[i, j] ----------------------------------------------------------
+@cube(launch=True)
+def conv2d_3x3(img: Tensor[f32], w: Tensor[f32], out: TensorMut[f32]):
+    """out[r, c] = sum over the 3x3 window of img[r + dr, c + dc] * w[dr, dc] ("valid": out is
+    (rows - 2) x (cols - 2)); the weights go through a 3x3 shared tile, indexed [dr, dc]."""
+    taps = SharedMemory[f32]((3, 3))
+    if UNIT_POS < 9:
+        taps[UNIT_POS // 3, UNIT_POS % 3] = w[UNIT_POS // 3, UNIT_POS % 3]
+    sync_cube()
+    r = ABSOLUTE_POS_Y
+    c = ABSOLUTE_POS_X
+    if r < out.shape(0) and c < out.shape(1):
+        acc = f32(0.0)
+        for dr in unroll(range(3)):
+            for dc in unroll(range(3)):
+                acc += img[r + dr, c + dc] * taps[dr, dc]
+        out[r, c] = acc
+
+
+# -- 16. bit manipulation with the library: Morton (Z-order) codes -----------------------------
+@cube(launch=True)
+def morton_bits(x: Slice[u32], y: Slice[u32], code: SliceMut[u32], info: SliceMut[u32]):
+    """code[i] = the bits of x[i] and y[i] (16 each) interleaved; info[3i..] = count_ones,
+    leading_zeros and find_first_set of the code."""
+    i = ABSOLUTE_POS
+    if i < x.len():
+        m = u32(0)
+        for b in unroll(range(16)):
+            m = m | (((x[i] >> b) & 1) << (2 * b)) | (((y[i] >> b) & 1) << (2 * b + 1))
+        code[i] = m
+        info[3 * i] = m.count_ones()
+        info[3 * i + 1] = leading_zeros(m)
+        info[3 * i + 2] = find_first_set(m)

@@ -226,3 +226,34 @@ def test_bit_tricks_popcount_and_reverse_are_exact(client, n):
     np.testing.assert_array_equal(read_u32(client, pop), [bin(int(v)).count("1") for v in xs])
     np.testing.assert_array_equal(read_u32(client, rev),
                                   [int(f"{int(v):032b}"[::-1], 2) for v in xs])
+
+
+@pytest.mark.parametrize("rows,cols", [(3, 3), (10, 13), (20, 9)])
+def test_conv2d_with_two_index_tensors_matches_numpy(client, rows, cols):
+    img = RNG.standard_normal((rows, cols)).astype(np.float32)
+    w = RNG.standard_normal((3, 3)).astype(np.float32)
+    orows, ocols = rows - 2, cols - 2
+    hi, hw, ho = up(client, img), up(client, w), out_f32(client, orows * ocols)
+    k.conv2d_3x3.launch(client, CubeCount.Static(-(-ocols // 8), -(-orows // 8)),
+                        CubeDim.new_2d(8, 8), TensorArg.from_raw_parts(hi[0], (rows, cols), (cols, 1)),
+                        TensorArg.from_raw_parts(hw[0], (3, 3), (3, 1)),
+                        TensorArg.from_raw_parts(ho[0], (orows, ocols), (ocols, 1)))
+    want = sum(img[dr:dr + orows, dc:dc + ocols].astype(np.float64) * w[dr, dc]
+               for dr in range(3) for dc in range(3))
+    np.testing.assert_allclose(read_f32(client, ho).reshape(orows, ocols), want, rtol=1e-5,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 100])
+def test_morton_codes_with_the_bit_library_are_exact(client, n):
+    xs = RNG.integers(0, 2**16, n, dtype=np.uint64).astype(np.uint32)
+    ys = RNG.integers(0, 2**16, n, dtype=np.uint64).astype(np.uint32)
+    xs[0], ys[0] = 0, 0
+    code, info = up(client, np.zeros(n, np.uint32)), up(client, np.zeros(3 * n, np.uint32))
+    k.morton_bits.launch(client, cubes(n), CubeDim.new_1d(BLOCK), arg(up(client, xs)),
+                         arg(up(client, ys)), arg(code), arg(info))
+    want = [sum(((int(x) >> b & 1) << 2 * b) | ((int(y) >> b & 1) << (2 * b + 1))
+                for b in range(16)) for x, y in zip(xs, ys)]
+    assert read_u32(client, code).tolist() == want
+    got = read_u32(client, info).reshape(-1, 3).tolist()
+    assert got == [[bin(m).count("1"), 32 - m.bit_length(), (m & -m).bit_length()] for m in want]
