@@ -410,6 +410,13 @@ def every_op_kernel() -> KernelDefinition:
     s.emit("plane.vote", [flag], BOOL, kind="all")
     s.emit("plane.broadcast", [red, bi["subgroup_invocation_id"]], F32)
     elect = s.emit("plane.elect", [], BOOL)
+    s.emit("plane.reduce", [e0], F32, kind="prod")
+    for inclusive in (True, False):
+        s.emit("plane.scan", [red], F32, kind="sum", inclusive=inclusive)
+        s.emit("plane.scan", [r], v4, kind="prod", inclusive=inclusive)
+    s.emit("plane.ballot", [flag], Ty(Elem.U32, 4))
+    for kind in ("xor", "up", "down"):
+        s.emit("plane.shuffle", [r, one], v4, kind=kind)
     s.register("debug.print", [e0, r], format="e0 = {}, r = {}, n = {}\n", args=[None, None, 3])
     # if / else
     op = s.register("scf.if", [elect])

@@ -507,6 +507,27 @@ class _Emitter(InfoReads):
     def op_plane_broadcast(self, op: Op) -> None:
         self.elementwise(op, lambda a: f"simd_shuffle({a[0]}, ushort({a[1]}))")
 
+    def op_plane_scan(self, op: Op) -> None:
+        fn = ("simd_prefix_" + ("inclusive" if op.attrs["inclusive"] else "exclusive") + "_"
+              + ("sum" if op.attrs["kind"] == "sum" else "product"))
+        self.elementwise(op, lambda a: f"{fn}({a[0]})")
+
+    def op_plane_ballot(self, op: Op) -> None:
+        # simd_ballot gives a simd_vote (64 bits, one per lane): split into the IR's vec4<u32>
+        bits = self.fresh()
+        self.line(f"uint64_t const {bits} = uint64_t(simd_ballot({self.value(op.operands[0])}));")
+        words = []
+        for expr in (f"uint32_t({bits})", f"uint32_t({bits} >> 32)", "0u", "0u"):
+            name = self.fresh()
+            self.line(f"uint32_t const {name} = {expr};")
+            words.append(name)
+        self.comps[op.result.id] = words
+
+    def op_plane_shuffle(self, op: Op) -> None:
+        fn = {"xor": "simd_shuffle_xor", "up": "simd_shuffle_up",
+              "down": "simd_shuffle_down"}[op.attrs["kind"]]
+        self.elementwise(op, lambda a: f"{fn}({a[0]}, ushort({a[1]}))")
+
     def op_plane_elect(self, op: Op) -> None:
         self.let(op, "simd_is_first()")
 

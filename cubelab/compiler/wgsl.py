@@ -61,7 +61,8 @@ _MATH = {**{fn: fn for fn in MATH_SAME}, "round": "round", "trunc": "trunc", "si
 _FLOAT_CLASS = {"is_nan": ">", "is_inf": "=="}  # |bits| vs the infinity pattern 0x7f800000
 _RMW = {"add": "atomicAdd", "sub": "atomicSub", "min": "atomicMin", "max": "atomicMax",
         "and": "atomicAnd", "or": "atomicOr", "xor": "atomicXor", "swap": "atomicExchange"}
-_PLANE_REDUCE = {"sum": "subgroupAdd", "min": "subgroupMin", "max": "subgroupMax"}
+_PLANE_REDUCE = {"sum": "subgroupAdd", "min": "subgroupMin", "max": "subgroupMax",
+                 "prod": "subgroupMul"}
 _PLANE_VOTE = {"all": "subgroupAll", "any": "subgroupAny"}
 _VECTOR_LOGICAL = {"arith.and": "&", "arith.or": "|"}
 
@@ -310,6 +311,20 @@ class _Emitter(InfoReads):
     def op_plane_broadcast(self, op: Op) -> None:
         value, lane = op.operands
         self.let(op, f"subgroupShuffle({value.name}, {lane.name})")
+
+    def op_plane_scan(self, op: Op) -> None:
+        fn = ("subgroup" + ("Inclusive" if op.attrs["inclusive"] else "Exclusive")
+              + ("Add" if op.attrs["kind"] == "sum" else "Mul"))
+        self.let(op, f"{fn}({op.operands[0].name})")
+
+    def op_plane_ballot(self, op: Op) -> None:
+        self.let(op, f"subgroupBallot({op.operands[0].name})")
+
+    def op_plane_shuffle(self, op: Op) -> None:
+        value, n = op.operands
+        fn = {"xor": "subgroupShuffleXor", "up": "subgroupShuffleUp",
+              "down": "subgroupShuffleDown"}[op.attrs["kind"]]
+        self.let(op, f"{fn}({value.name}, {n.name})")
 
     def op_plane_elect(self, op: Op) -> None:
         self.let(op, "subgroup_invocation_id == subgroupBroadcastFirst(subgroup_invocation_id)")

@@ -442,6 +442,39 @@ def _plane_broadcast(s: Scope, x: Any, lane: Any) -> Any:
     return RV(s.emit("plane.broadcast", [v, lv], ty_of(v)))
 
 
+def _plane_scan(kind: str, inclusive: bool) -> Callable[[Scope, Any], Any]:
+    def expand(s: Scope, x: Any) -> Any:
+        _plane(s)
+        v = value(s, x)
+        name = f"plane_{'inclusive' if inclusive else 'exclusive'}_{kind}"
+        if ty_of(v).elem is Elem.BOOL:
+            raise error(s, f"{name} of a bool", f"cast it: {name}(u32(b))")
+        return RV(s.emit("plane.scan", [v], ty_of(v), kind=kind, inclusive=inclusive))
+
+    return expand
+
+
+def _plane_ballot(s: Scope, x: Any) -> Any:
+    _plane(s)
+    v = value(s, x, BOOL)
+    if ty_of(v) != BOOL:
+        raise error(s, f"plane_ballot takes one bool, got {ty_of(v)}", "compare first")
+    return RV(s.emit("plane.ballot", [v], Ty(Elem.U32, 4)))
+
+
+def _plane_shuffle(kind: str) -> Callable[[Scope, Any, Any], Any]:
+    def expand(s: Scope, x: Any, n: Any) -> Any:
+        _plane(s)
+        v = value(s, x)
+        nv = value(s, n, U32)
+        if ty_of(nv) != U32:
+            raise error(s, f"plane_shuffle_{kind}'s lane argument must be a u32, got "
+                        f"{ty_of(nv)}")
+        return RV(s.emit("plane.shuffle", [v, nv], ty_of(v), kind=kind))
+
+    return expand
+
+
 def _plane_elect(s: Scope) -> Any:
     _plane(s)
     return RV(s.emit("plane.elect", [], BOOL))
@@ -476,6 +509,17 @@ plane_all = Intrinsic("plane_all", _plane_vote("all"), None, 1)
 plane_any = Intrinsic("plane_any", _plane_vote("any"), None, 1)
 plane_broadcast = Intrinsic("plane_broadcast", _plane_broadcast, None, 2)
 plane_elect = Intrinsic("plane_elect", _plane_elect, None, 0)
+plane_prod = Intrinsic("plane_prod", _plane_reduce("prod"), None, 1)
+plane_inclusive_sum = Intrinsic("plane_inclusive_sum", _plane_scan("sum", True), None, 1)
+plane_exclusive_sum = Intrinsic("plane_exclusive_sum", _plane_scan("sum", False), None, 1)
+plane_inclusive_prod = Intrinsic("plane_inclusive_prod", _plane_scan("prod", True), None, 1)
+plane_exclusive_prod = Intrinsic("plane_exclusive_prod", _plane_scan("prod", False), None, 1)
+plane_ballot = Intrinsic("plane_ballot", _plane_ballot, None, 1)
+# CubeCL's plane_shuffle(value, lane) reads any lane: WGSL's subgroupShuffle, plane.broadcast
+plane_shuffle = Intrinsic("plane_shuffle", _plane_broadcast, None, 2)
+plane_shuffle_xor = Intrinsic("plane_shuffle_xor", _plane_shuffle("xor"), None, 2)
+plane_shuffle_up = Intrinsic("plane_shuffle_up", _plane_shuffle("up"), None, 2)
+plane_shuffle_down = Intrinsic("plane_shuffle_down", _plane_shuffle("down"), None, 2)
 
 
 def _py_bits(fn: Callable[[int], int]) -> Callable[[int], int]:
@@ -544,4 +588,7 @@ __all__ = ["sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "
            "is_inf", "atan2", "hypot", "rhypot", "powi", "count_ones", "reverse_bits",
            "leading_zeros", "trailing_zeros", "find_first_set", "saturating_add",
            "saturating_sub", "mul_hi", "vector_sum", "dot", "magnitude", "normalize", "sync_cube", "sync_storage", "plane_sum", "plane_min", "plane_max",
-           "plane_all", "plane_any", "plane_broadcast", "plane_elect"]
+           "plane_all", "plane_any", "plane_broadcast", "plane_elect", "plane_prod",
+           "plane_inclusive_sum", "plane_exclusive_sum", "plane_inclusive_prod",
+           "plane_exclusive_prod", "plane_ballot", "plane_shuffle", "plane_shuffle_xor",
+           "plane_shuffle_up", "plane_shuffle_down"]

@@ -130,10 +130,19 @@ OPS: dict[str, str] = {
                   "never does)",
     # -- plane (subgroup) ops: only with the adapter's `subgroup` feature ---------------------
     "plane.reduce": "reduction over the active units of the unit's plane (subgroup) (attr kind: "
-                    "sum min max) of an f32/i32/u32 value; every active unit gets the result",
+                    "sum prod min max) of an f32/i32/u32 value; every active unit gets the result",
     "plane.vote": "plane-wide vote on a bool (attr kind: all any); every active unit gets it",
     "plane.broadcast": "operands [value, lane u32]: the value held by unit `lane` of the plane "
                        "(WGSL subgroupShuffle); lane must be an active unit",
+    "plane.scan": "prefix over the active units of the plane in lane order (attr kind: sum prod; "
+                  "attr inclusive: bool) of an f32/i32/u32 scalar or vector: inclusive gives "
+                  "x[0] (+|*) ... (+|*) x[lane], exclusive stops before the unit's own value "
+                  "(lane 0 gets 0 for sum, 1 for prod)",
+    "plane.ballot": "operand a bool: a vec4<u32> whose bit k (of word k / 32) is set iff plane "
+                    "lane k is active and its bool is true; every active unit gets the same mask",
+    "plane.shuffle": "operands [value, u32 n]: the value held by plane lane (attr kind) xor: "
+                     "lane ^ n, up: lane - n, down: lane + n; a source lane outside the plane or "
+                     "not active is undefined (the CPU runtime gives the unit's own value)",
     "plane.elect": "bool: true for exactly one active unit of the plane (the lowest lane)",
     # -- structured control flow --------------------------------------------------------------
     "scf.if": "if cond (one bool) then region 0 else region 1 (either may be empty)",

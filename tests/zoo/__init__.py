@@ -42,6 +42,7 @@ def _zoo() -> list[tuple[str, Any]]:
         ("bit_tricks", instance(k.bit_tricks, cube_dim=d1)),
         ("conv2d_3x3", instance(k.conv2d_3x3, cube_dim=CubeDim.new_2d(8, 8))),
         ("morton_bits", instance(k.morton_bits, cube_dim=d1)),
+        ("plane_scan", instance(k.plane_scan, cube_dim=d1)),
     ]
 
 

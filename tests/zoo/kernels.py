@@ -341,3 +341,14 @@ def morton_bits(x: Slice[u32], y: Slice[u32], code: SliceMut[u32], info: SliceMu
         info[3 * i] = m.count_ones()
         info[3 * i + 1] = leading_zeros(m)
         info[3 * i + 2] = find_first_set(m)
+
+
+# -- 17. warp-level scan: one plane_inclusive_sum per plane ------------------------------------
+@cube(launch=True)
+def plane_scan(x: Slice[f32], out: SliceMut[f32], plane_dim: SliceMut[u32]):
+    """out[i] = the inclusive prefix sum of x over i's plane (PLANE_DIM consecutive units)."""
+    i = ABSOLUTE_POS
+    if i == 0:
+        plane_dim[0] = PLANE_DIM
+    if i < x.len():
+        out[i] = plane_inclusive_sum(x[i])

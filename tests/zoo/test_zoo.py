@@ -257,3 +257,16 @@ def test_morton_codes_with_the_bit_library_are_exact(client, n):
     assert read_u32(client, code).tolist() == want
     got = read_u32(client, info).reshape(-1, 3).tolist()
     assert got == [[bin(m).count("1"), 32 - m.bit_length(), (m & -m).bit_length()] for m in want]
+
+
+@pytest.mark.parametrize("n", [1, 100, 1000])
+def test_plane_inclusive_sum_scans_each_plane(client, n):
+    xs = RNG.random(n, dtype=np.float32)
+    out, pd = out_f32(client, n), up(client, np.zeros(1, np.uint32))
+    k.plane_scan.launch(client, cubes(n), CubeDim.new_1d(BLOCK), arg(up(client, xs)), arg(out),
+                        arg(pd))
+    p = int(read_u32(client, pd)[0])
+    padded = np.zeros(-(-n // p) * p)
+    padded[:n] = xs
+    want = np.cumsum(padded.reshape(-1, p), 1).reshape(-1)[:n]
+    np.testing.assert_allclose(read_f32(client, out), want, rtol=1e-5, atol=1e-5)
