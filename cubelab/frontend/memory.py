@@ -253,8 +253,15 @@ def buffer_method(s: Scope, obj: Indexable, name: str, args: Sequence[Any]) -> A
         if name in ("shape", "stride") and len(args) == 1:
             axis = index_value(s, args[0])
             return RV(s.emit(f"tensor.{name}", [obj.v, axis], U32))
+        if name == "coordinate" and len(args) == 2:
+            # CubeCL's coordinate(index, dim): the index's position along `dim`
+            index, axis = index_value(s, args[0]), index_value(s, args[1])
+            stride = s.emit("tensor.stride", [obj.v, axis], U32)
+            shape = s.emit("tensor.shape", [obj.v, axis], U32)
+            return RV(s.emit("arith.rem", [s.emit("arith.div", [index, stride], U32), shape],
+                             U32))
         raise error(s, f"`{obj.name}.{name}(...)` is not a tensor method",
-                        "available: shape(d), stride(d), rank(), len()")
+                        "available: shape(d), stride(d), coordinate(i, d), rank(), len()")
     raise error(s, f"`{_name(obj)}.{name}(...)` is not a method here",
                     "available: len() (tensors also have shape(d), stride(d), rank())")
 

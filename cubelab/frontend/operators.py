@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from cubelab.frontend import library
 from cubelab.frontend.operands import (
+    KERNEL_VALUES,
     Pos,
     as_bool,
     const,
@@ -147,8 +148,13 @@ def cmp(s: Scope, pred: str, a: Any, b: Any, at: Pos) -> Any:
     s.at(*at)
     given = (a, b)
     a, b = read(s, a), read(s, b)
-    if is_py(a) and is_py(b):
-        return _PY_CMP[pred](a, b)
+    if not isinstance(a, KERNEL_VALUES) and not isinstance(b, KERNEL_VALUES):
+        # both comptime: numbers, and also enum members, strings, None, ... fold in Python
+        try:
+            return _PY_CMP[pred](a, b)
+        except TypeError as exc:
+            raise error(s, f"comptime comparison {a!r} {_CMP_SYMBOL[pred]} {b!r}: {exc}",
+                        "compare values of one kind") from None
     va, vb = pair(s, a, b, _CMP_SYMBOL[pred], given)
     ty = ty_of(va)
     return RV(s.emit("arith.cmp", [va, vb], Ty(Elem.BOOL, ty.width), pred=pred))
