@@ -1,5 +1,6 @@
 """Constructs of CubeCL's language beyond the basics, on every runtime: `==` between comptime
-non-numbers folds in Python; `Tensor.coordinate(index, dim)`."""
+non-numbers folds in Python; `Tensor.coordinate(index, dim)`; `for` over comptime tuples and
+lists (unrolled) and over buffers and slices (a runtime loop)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,25 @@ def test_tensor_coordinate_is_the_index_position_along_a_dim(client):
                   TensorArg.from_raw_parts(h, (2, 3), (3, 1)), out)
     got = u32.from_bytes(client.read_one(out.handle))[:12].reshape(6, 2)
     assert got.tolist() == [[i // 3, i % 3] for i in range(6)]
+
+
+@cube(launch=True)
+def iterate(x: Slice[f32], out: SliceMut[f32], weights: Comptime[tuple]):
+    i = UNIT_POS
+    acc = f32(0.0)
+    for w in weights:  # a comptime tuple: unrolled
+        acc += w * x[i]
+    for v in [x[0], x[1], f32(10.0)]:  # a list of runtime values at comptime length
+        acc += v
+    for v in x[2:4]:  # a slice: a runtime loop over its items
+        acc += v * 100.0
+    out[i] = acc
+
+
+def test_for_over_tuples_lists_and_slices(client):
+    xs = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    x = BufferArg.from_raw_parts(client.create_from_slice(f32.as_bytes(xs)), 4)
+    out = BufferArg.from_raw_parts(client.create_from_slice(f32.as_bytes(np.zeros(4, np.float32))), 4)
+    iterate.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), x, out, (0.5, 2.0))
+    want = 2.5 * xs + (1 + 2 + 10) + (3 + 4) * 100
+    np.testing.assert_allclose(f32.from_bytes(client.read_one(out.handle))[:4], want)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from cubelab.frontend.calls import call
+from cubelab.frontend.memory import length, load
 from cubelab.frontend.operands import (
     Pos,
     as_bool,
@@ -39,7 +40,7 @@ from cubelab.frontend.operands import (
     value,
 )
 from cubelab.frontend.types import GenericScalar, ScalarKind
-from cubelab.frontend.values import RV, UNBOUND, LocalVar
+from cubelab.frontend.values import RV, UNBOUND, ArrayRef, BufferRef, LocalVar, SliceView
 from cubelab.frontend.variables import assign
 from cubelab.ir.core import Block, Op
 from cubelab.ir.scope import Scope
@@ -494,11 +495,36 @@ def for_unroll(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: P
     if len(rng) > MAX_UNROLL:
         raise error(s, f"unroll(range(...)) of {len(rng)} iterations (limit {MAX_UNROLL})",
                         "drop unroll(...) for a runtime loop")
+    _unroll(s, rng, body)
+
+
+def for_each(s: Scope, seq: Any, body: Callable[[Any], None], exits: bool = False, *,
+             at: Pos) -> None:
+    """`for x in seq` over something that is not a range: a comptime tuple or list (`for v in
+    (a, b, c)`, a `Comptime[tuple]`, a list built at expansion) is unrolled, one expansion per
+    item; a buffer, array or slice (`for v in x[2:4]`) is a runtime loop over its items."""
+    s.at(*at)
+    seq = read(s, seq)
+    if isinstance(seq, (tuple, list)):
+        if len(seq) > MAX_UNROLL:
+            raise error(s, f"a loop over {len(seq)} comptime items (unroll limit {MAX_UNROLL})",
+                        "loop over range(...) and index instead")
+        _unroll(s, seq, body)
+        return
+    if isinstance(seq, (BufferRef, ArrayRef, SliceView)):
+        n = length(s, seq)
+        for_range(s, [n], lambda i: body(load(s, seq, i)), exits, at=at)
+        return
+    raise error(s, f"a kernel loop cannot iterate over {describe(seq)}",
+                "iterate over range(...), a comptime tuple or list, or a buffer / slice")
+
+
+def _unroll(s: Scope, items: Sequence[Any], body: Callable[[Any], None]) -> None:
     frame = _frame(s)
     loop = Loop(False, 0, _mark(s))
     frame.loops.append(loop)
     try:
-        for i in rng:
+        for i in items:
             flags = [f for f in (loop.brk, frame.ret) if f is not None]
             if flags:
                 then = Block()

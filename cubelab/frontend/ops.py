@@ -28,6 +28,7 @@ from cubelab.frontend.flow import (
     cont,
     fn_enter,
     fn_exit,
+    for_each,
     for_range,
     for_unroll,
     guard,
@@ -43,7 +44,7 @@ from cubelab.frontend.variables import assign, augassign, typed
 
 __all__ = [
     "UNBOUND", "assign", "attr", "augassign", "augsetitem", "binop", "boolop", "brk", "call",
-    "cmp", "comptime", "cont", "fn_enter", "fn_exit", "for_range", "for_unroll", "getitem",
-    "guard", "if_", "ifexp", "method", "not_", "ret", "setitem", "subslice", "typed", "unary",
+    "cmp", "comptime", "cont", "fn_enter", "fn_exit", "for_each", "for_range", "for_unroll",
+    "getitem", "guard", "if_", "ifexp", "method", "not_", "ret", "setitem", "subslice", "typed", "unary",
     "while_",
 ]

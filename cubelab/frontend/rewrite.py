@@ -415,19 +415,21 @@ class _Rewriter(ast.NodeTransformer):
             fn_name = "for_unroll"
             it = it.args[0]
         if not self._is_range(it):
-            raise self.refuse(it, "a kernel loop iterates over range(...)",
-                              "write `for i in range(start, end, step):` (or "
-                              "`unroll(range(...))` with comptime bounds)")
-        assert isinstance(it, ast.Call)
+            fn_name = "for_each"  # a comptime tuple/list (unrolled) or a buffer/slice
         n = next(self.counter)
         self.loop_depth += 1
         try:
             body_fn, _ = self.closure(f"__body_{n}", [node.target.id], node.body)
         finally:
             self.loop_depth -= 1
-        args = ast.List([self.visit(a) for a in it.args], ast.Load())
+        args: ast.expr
+        if fn_name == "for_each":
+            args = self.visit(it)
+        else:
+            assert isinstance(it, ast.Call)
+            args = ast.List([self.visit(a) for a in it.args], ast.Load())
         call_args: list[ast.expr] = [args, ast.Name(body_fn.name, ast.Load())]
-        if fn_name == "for_range" and any(_may_leave_loop(st) for st in node.body):
+        if fn_name != "for_unroll" and any(_may_leave_loop(st) for st in node.body):
             call_args.append(ast.Constant(True))  # may break/return: a loop that can stop early
         return [body_fn, ast.Expr(self.call(fn_name, call_args, node))]
 
