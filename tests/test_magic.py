@@ -310,8 +310,8 @@ c.read_one(h)
 @pytest.mark.parametrize("body, needle", [
     ("x[ABSOLUTE_POS] = x[ABSOLUTE_POS] / u32(2)", "x[ABSOLUTE_POS] / u32(2)"),
     ("x[ABSOLUTE_POS] = u32(np.sqrt(x[ABSOLUTE_POS]))", "np.sqrt("),
-    ("x[ABSOLUTE_POS] = u32(1) if x[ABSOLUTE_POS] > u32(2) else u32(0)", "u32(1) if"),
-], ids=["div-u32", "np.sqrt", "runtime-ifexp"])
+    ("x[ABSOLUTE_POS] = u32(1) if x[ABSOLUTE_POS] > u32(2) else 0.5", "u32(1) if"),
+], ids=["div-u32", "np.sqrt", "ifexp-mixed-types"])
 def test_a_launch_error_from_a_notebook_kernel_names_the_cell_and_hides_cubelabs_frames(
         ip, capsys, client, body, needle):
     ip.run_line_magic("cubelab", f"device {client.name().split('<')[0]}")
