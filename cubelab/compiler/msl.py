@@ -346,7 +346,14 @@ class _Emitter(InfoReads):
         self.elementwise(op, lambda a: f"{a[0]} {sym} {a[1]}")
 
     op_arith_add = op_arith_sub = op_arith_mul = op_arith_div = _binary
-    op_arith_bitand = op_arith_bitor = op_arith_bitxor = op_arith_shl = op_arith_shr = _binary
+    op_arith_bitand = op_arith_bitor = op_arith_bitxor = _binary
+
+    def _shift(self, op: Op) -> None:
+        # C++ leaves a shift by >= the width undefined; the language takes the amount mod 32
+        sym = BINARY[op.name]
+        self.elementwise(op, lambda a: f"{a[0]} {sym} ({a[1]} & 31u)")
+
+    op_arith_shl = op_arith_shr = _shift
 
     def _unary(self, op: Op) -> None:
         sym = UNARY[op.name]

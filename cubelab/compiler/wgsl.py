@@ -168,7 +168,17 @@ class _Emitter(InfoReads):
         self.let(op, f"{a.name} {BINARY[op.name]} {b.name}")
 
     op_arith_add = op_arith_sub = op_arith_mul = op_arith_div = _binary
-    op_arith_bitand = op_arith_bitor = op_arith_bitxor = op_arith_shl = op_arith_shr = _binary
+    op_arith_bitand = op_arith_bitor = op_arith_bitxor = _binary
+
+    def _shift(self, op: Op) -> None:
+        # The language takes the amount mod 32 (docs/language.md; the CPU runtime does). WGSL
+        # does too at run time, but naga refuses a *constant* amount >= 32 outright: spell the
+        # mask out, so `x << 36` compiles and means `x << 4` everywhere.
+        a, b = op.operands
+        mask = f"{wgsl_type(b.type)}(31u)"  # a vector amount needs a vector mask
+        self.let(op, f"{a.name} {BINARY[op.name]} ({b.name} & {mask})")
+
+    op_arith_shl = op_arith_shr = _shift
 
     def op_arith_rem(self, op: Op) -> None:
         a, b = op.operands[0].name, op.operands[1].name

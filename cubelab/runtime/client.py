@@ -43,9 +43,28 @@ if TYPE_CHECKING:
 _launch_seq = itertools.count(1)
 
 
+# numpy's kind letter -> the cubelab type whose `as_bytes` converts an array of that kind
+_AS_BYTES_FOR_KIND = {"f": ("f32", "float32"), "i": ("i32", "int32"), "u": ("u32", "uint32"),
+                      "b": ("bool_", "uint32")}
+
+
 def _as_bytes(data: Any) -> bytes:
+    """The raw bytes of `data`. The trap: numpy's defaults are float64/int64, whose 8-byte values
+    a kernel would read as pairs of unrelated 4-byte ones — so an array whose elements are not
+    4 bytes wide is refused with the conversion to use (every kernel type is 4 bytes). A uint8
+    array is taken as what it is: raw bytes."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
+    dtype = getattr(data, "dtype", None)
+    width = getattr(dtype, "itemsize", 4)
+    raw_bytes = width == 1 and getattr(dtype, "kind", "") == "u"
+    if dtype is not None and width != 4 and not raw_bytes and dtype.kind in _AS_BYTES_FOR_KIND:
+        kind, numpy_name = _AS_BYTES_FOR_KIND[dtype.kind]
+        raise TypeError(
+            f"a {dtype.name} array holds {dtype.itemsize}-byte values, but every kernel type is 4 "
+            f"bytes wide: its bytes would be read as garbage. Convert it with "
+            f"`{kind}.as_bytes(array)` (from cubelab.prelude) or `array.astype(np.{numpy_name})`"
+        )
     tobytes = getattr(data, "tobytes", None)  # numpy arrays
     if tobytes is not None:
         return bytes(tobytes())
