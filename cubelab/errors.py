@@ -164,6 +164,11 @@ def type_refusal(message: str, hint: str = "") -> TypeError:
     return KernelTypeError(kernel, file, line, col, message, hint)
 
 
+class RangeWrapWarning(UserWarning):
+    """A `range` whose comptime bounds make its counter wrap: the loop would run on past its
+    end (u32 past 2^32 - 1, i32 past 2^31 - 1) until the loop guard or the driver stops it."""
+
+
 class LaunchError(CubeError):
     """A launch's arguments are wrong; raised on the calling thread, nothing was submitted."""
 

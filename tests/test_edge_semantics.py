@@ -55,3 +55,49 @@ def test_create_from_slice_refuses_an_8_byte_array_and_names_the_as_bytes_to_use
     with pytest.raises(TypeError, match=fix.replace(".", r"\.")):
         client.write(h, np.zeros(1, dtype))
     assert client.read_one(client.create_from_slice(np.arange(3, dtype=np.uint8))) == b"\0\1\2"
+
+
+# -- item 11: a literal-zero float divisor -------------------------------------------------------
+@cube(launch=True)
+def by_literal_zero(x: Slice[f32], out: SliceMut[f32], derived: SliceMut[f32]):
+    i = ABSOLUTE_POS
+    if i < x.len():
+        q = x[i] / f32(0.0)
+        out[i] = q
+        derived[i] = q * f32(2.0) + x[i]
+
+
+def test_a_literal_zero_float_divisor_gives_the_ieee_result_on_both_runtimes(client):  # type: ignore[no-untyped-def]
+    x = up(client, f32, [1.0, -2.0, 0.0, 3.0, -0.0])
+    out, derived = up(client, f32, [7] * 5), up(client, f32, [7] * 5)
+    by_literal_zero.launch(client, ONE, CubeDim.new_1d(8), x, out, derived)
+    inf, nan = np.inf, np.nan
+    np.testing.assert_array_equal(read(client, f32, out), [inf, -inf, nan, inf, nan])
+    np.testing.assert_array_equal(read(client, f32, derived), [inf, -inf, nan, inf, nan])
+
+
+# -- item 16: a range whose comptime bounds wrap its u32 counter ---------------------------------
+@cube(launch=True)
+def near_the_top(out: SliceMut[u32]):
+    for i in range(4294967290, 4294967295, 4):  # i = 2^32-6, 2^32-2, then wraps to 2
+        out[0] = i
+
+
+@cube(launch=True)
+def just_below_the_top(out: SliceMut[u32]):
+    for i in range(4294967289, 4294967295, 2):  # the last i + 2 is 2^32 - 1: no wrap
+        out[0] = i
+
+
+def test_a_range_whose_comptime_bounds_wrap_its_u32_counter_warns_at_expansion():
+    from cubelab import inspect as ci
+    from cubelab.errors import RangeWrapWarning
+
+    with pytest.warns(RangeWrapWarning, match=r"wraps its u32 counter: after i = 4294967294, i \+ 4"
+                                              r" passes 4294967295 and wraps to 2") as w:
+        ci.wgsl(ci.instance(near_the_top, cube_dim=CubeDim.new_1d(1)))
+    assert w[0].filename == __file__ and "range(4294967290" in str(w[0].message)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ci.wgsl(ci.instance(just_below_the_top, cube_dim=CubeDim.new_1d(1)))

@@ -35,7 +35,7 @@ from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, MATH_SAME, REMAI
 from cubelab.compiler.info import info_layout
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op
 from cubelab.ir.passes import GUARD_BUDGET, GUARD_DRIVER
-from cubelab.ir.types import Array, Atomic, Pointer, RuntimeArray, Ty
+from cubelab.ir.types import F32, Array, Atomic, Pointer, RuntimeArray, Ty
 
 _BUILTINS = {
     "workgroup_id_x": "workgroup_id.x",
@@ -115,6 +115,7 @@ class _Emitter(InfoReads):
         self.slots = InfoSlots(kernel, self.info)
         self.shared_names: dict[int, str] = {}
         self.uses_subgroups = False
+        self.constants: dict[int, object] = {}  # value id -> the literal an arith.constant gave it
         # scf.condition op -> the guard index of its scf.while (its exit sets the loop's flag)
         self._loop_guard: dict[int, object] = {}
         for op in kernel.walk():
@@ -161,13 +162,32 @@ class _Emitter(InfoReads):
 
     # -- arithmetic ---------------------------------------------------------------------------
     def op_arith_constant(self, op: Op) -> None:
+        self.constants[op.result.id] = op.attrs["value"]
         self.let(op, wgsl_literal(op.attrs["value"], op.result.type))  # type: ignore[arg-type]
 
     def _binary(self, op: Op) -> None:
         a, b = op.operands
         self.let(op, f"{a.name} {BINARY[op.name]} {b.name}")
 
-    op_arith_add = op_arith_sub = op_arith_mul = op_arith_div = _binary
+    op_arith_add = op_arith_sub = op_arith_mul = _binary
+
+    def op_arith_div(self, op: Op) -> None:
+        a, b = op.operands
+        zero = self.constants.get(b.id)
+        if op.result.type.elem.value != "f32" or zero is None or float(zero) != 0.0:  # type: ignore[union-attr, arg-type]
+            self._binary(op)
+            return
+        # WGSL lets a compiler assume floats are finite: naga + LLVM treat `x / 0.0` with a
+        # literal zero as undefined and lavapipe dropped every store of its value. Spell out
+        # the IEEE result the CPU runtime computes: ±inf by the signs, NaN for 0/0 and NaN/0.
+        ty = wgsl_type(op.result.type)
+        inf, nan = (f"{ty}({wgsl_literal(v, F32)})" for v in (math.inf, math.nan))
+        pos, neg = (inf, f"-{inf}")
+        if math.copysign(1.0, float(zero)) < 0:  # type: ignore[arg-type]  # x / -0.0
+            pos, neg = neg, pos
+        x, z = a.name, f"{ty}(0.0)"
+        self.let(op, f"select(select({pos}, {neg}, {x} < {z}), {nan}, ({x} != {x}) | ({x} == {z}))")
+
     op_arith_bitand = op_arith_bitor = op_arith_bitxor = _binary
 
     def _shift(self, op: Op) -> None:

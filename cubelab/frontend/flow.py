@@ -23,9 +23,11 @@ reset is inserted afterwards at a position remembered when the loop or function 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from cubelab.errors import RangeWrapWarning
 from cubelab.frontend.calls import call
 from cubelab.frontend.memory import length, load
 from cubelab.frontend.operands import (
@@ -440,6 +442,7 @@ def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], exits:
     if isinstance(step, int) and step <= 0:
         raise error(s, f"range() step must be positive, got {step}",
                         "count up and compute the index: `for k in range(n): i = n - 1 - k`")
+    _warn_if_counter_wraps(s, ty, start, end, step)
     vals = [value(s, a, ty) for a in (start, end, step)]
     for v in vals:
         if ty_of(v) != ty:
@@ -458,6 +461,29 @@ def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], exits:
     flags = [f for f in (loop.brk, frame.ret) if f is not None]
     if flags:
         _wrap_body(s, block, flags)
+
+
+def _warn_if_counter_wraps(s: Scope, ty: Ty, start: Any, end: Any, step: Any) -> None:
+    """The loop counter is a 32-bit value that steps `i += step` while `i < end`: when the last
+    iteration's `i + step` passes the type's largest value, it wraps to a small (or negative)
+    number, still below `end`, and the loop runs on. Said at expansion when the bounds are
+    comptime (a runtime bound cannot be checked here); the loop guard stops the launch."""
+    if not all(isinstance(a, int) and not isinstance(a, bool) for a in (start, end, step)):
+        return
+    if end <= start:
+        return
+    top = 2**32 - 1 if ty == U32 else 2**31 - 1
+    last = start + (end - start - 1) // step * step
+    if last + step <= top:
+        return
+    bounds = f"range({start}, {end}, {step})"
+    message = str(error(
+        s, f"{bounds} wraps its {ty} counter: after i = {last}, i + {step} passes {top} and "
+           f"wraps to {last + step - 2**32}, still "
+           f"below the end, so the loop would run on",
+        "end the loop lower, or count iterations instead: "
+        f"`for k in range({len(range(start, end, step))}): i = {start} + k * {step}`"))
+    warnings.warn_explicit(message, RangeWrapWarning, s.file, s.loc.line if s.loc else 0)
 
 
 def _counted_while(s: Scope, ty: Ty, vals: list[Any], body: Callable[[Any], None],
