@@ -48,9 +48,9 @@ def test_a_constant_shift_of_32_or_more_uses_the_amount_mod_32(client):  # type:
                                         (np.uint64, "u32.as_bytes")])
 def test_create_from_slice_refuses_an_8_byte_array_and_names_the_as_bytes_to_use(
         client, dtype, fix):  # type: ignore[no-untyped-def]
-    with pytest.raises(TypeError, match=fix.replace(".", r"\.")) as e:
+    # (no `as excinfo`: it would hold this frame, and `h` below with it, in a reference cycle)
+    with pytest.raises(TypeError, match=f"a {np.dtype(dtype).name} array.*{fix}"):
         client.create_from_slice(np.arange(4, dtype=dtype))
-    assert np.dtype(dtype).name in str(e.value)
     h = client.create_from_slice(np.zeros(2, np.float32))  # a 4-byte array is taken as is
     with pytest.raises(TypeError, match=fix.replace(".", r"\.")):
         client.write(h, np.zeros(1, dtype))
