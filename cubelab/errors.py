@@ -169,6 +169,15 @@ class RangeWrapWarning(UserWarning):
     end (u32 past 2^32 - 1, i32 past 2^31 - 1) until the loop guard or the driver stops it."""
 
 
+class UnreportedFailureWarning(UserWarning):
+    """A launch failed but writes no buffer: the failure has no buffer to wait on a read, so it
+    is said at once instead (e.g. `debug_print` on wgpu in a kernel with no output)."""
+
+
+class FailedTraceWarning(UserWarning):
+    """`inspect.trace` of a launch that failed: the steps end where the launch stopped."""
+
+
 class LaunchError(CubeError):
     """A launch's arguments are wrong; raised on the calling thread, nothing was submitted."""
 

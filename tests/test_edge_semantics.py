@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cubelab import BufferArg, CubeCount, CubeDim
-from cubelab.prelude import ABSOLUTE_POS, Slice, SliceMut, cube, f32, i32, u32
+from cubelab.prelude import ABSOLUTE_POS, Slice, SliceMut, cube, debug_print, f32, i32, u32
 
 ONE = CubeCount.Static(1)
 
@@ -101,3 +101,46 @@ def test_a_range_whose_comptime_bounds_wrap_its_u32_counter_warns_at_expansion()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ci.wgsl(ci.instance(just_below_the_top, cube_dim=CubeDim.new_1d(1)))
+
+
+# -- item 17: a failure that no read can report --------------------------------------------------
+@cube(launch=True)
+def prints_only(x: Slice[f32]):
+    debug_print("x[0] = {}", x[0])
+
+
+def test_debug_print_in_a_kernel_with_no_output_is_not_silent(client, capfd):  # type: ignore[no-untyped-def]
+    from cubelab.errors import UnreportedFailureWarning
+
+    x = up(client, f32, [2.5])
+    if client.name().startswith("wgpu"):  # no printf in WGSL: the compile fails, and says so
+        with pytest.warns(UnreportedFailureWarning, match=r"`PrintsOnly`.*Device\.cpu\(\)"):
+            prints_only.launch(client, ONE, CubeDim.new_1d(1), x)
+            client.sync()
+    else:
+        prints_only.launch(client, ONE, CubeDim.new_1d(1), x)
+        client.sync()
+        assert "x[0] = 2.5" in capfd.readouterr().out
+
+
+@cube(launch=True)
+def spins(out: SliceMut[u32]):
+    x = u32(1)
+    while x != 0:  # x stays odd: never 0
+        x = x * u32(3) | u32(1)
+    out[ABSOLUTE_POS] = x
+
+
+def test_a_trace_of_a_launch_that_failed_says_so(client):  # type: ignore[no-untyped-def]
+    from cubelab import inspect as ci
+    from cubelab.errors import FailedTraceWarning, LoopGuardError
+    from cubelab.ir.passes import DEFAULT_LOOP_BUDGET
+
+    client.set_compilation_options(loop_budget=10)
+    try:
+        with pytest.warns(FailedTraceWarning, match=r"`spins`.*failed.*steps end where it stopped"):
+            t = ci.trace(spins.launch, client, ONE, CubeDim.new_1d(1), up(client, u32, [0]))
+    finally:
+        client.set_compilation_options(loop_budget=DEFAULT_LOOP_BUDGET)
+    assert isinstance(t.failure, LoopGuardError)
+    assert "the launch failed" in str(t) and 0 < len(t) < 1000

@@ -24,11 +24,12 @@ iteration (the `scf.for` step before each iteration carries the loop index in `v
 
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator
 
-from cubelab.errors import CubeError
+from cubelab.errors import BufferFailure, CubeError, FailedTraceWarning
 from cubelab.ir.printer import print_kernel
 from cubelab.runtime.cpu import LaunchReport, cpu_server
 from cubelab.runtime.cpu.trace import TraceStep
@@ -50,6 +51,7 @@ class Trace:
     truncated: bool = False
     client: Any = None  # the CPU client the launch ran on
     copied: bool = False  # True when the buffers were copied from another runtime first
+    failure: BaseException | None = None  # why the traced launch failed (its steps end there)
     unit: int = 0
     position: int = 0
     _history: list[tuple[int, int]] = field(default_factory=list, repr=False)
@@ -106,7 +108,11 @@ class Trace:
         return "\n".join(rows)
 
     def __str__(self) -> str:
-        return f"trace of `{self.kernel}`, unit {self.unit}:\n{self.table()}"
+        head = f"trace of `{self.kernel}`, unit {self.unit}:"
+        if self.failure is not None:
+            head += (f"\n(the launch failed — the steps end where it stopped: "
+                     f"{type(self.failure).__name__}: {self.failure})")
+        return f"{head}\n{self.table()}"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -172,8 +178,23 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
     tracer, report, definition = result
     t = Trace(definition.name, units_t, tracer.steps, print_kernel(definition),
               list(definition.source_lines), definition.first_line, report, tracer.truncated,
-              client, copied, unit=units_t[0])
+              client, copied, failure=_failure_of(client, args), unit=units_t[0])
+    if t.failure is not None:
+        warnings.warn(FailedTraceWarning(
+            f"trace of `{t.kernel}`: the launch failed, so its steps end where it stopped "
+            f"(`Trace.failure`): {type(t.failure).__name__}: {t.failure}"), stacklevel=2)
     return t
+
+
+def _failure_of(client: Any, args: tuple[Any, ...]) -> BaseException | None:
+    """The root cause a traced launch left on its buffers (a failure is buffer state: the
+    launch itself returned normally, with its steps cut off where it stopped)."""
+    handles = [a.handle for a in args if isinstance(a, (BufferArg, TensorArg))]
+    try:
+        client.check(handles)
+    except BufferFailure as exc:
+        return exc.cause
+    return None
 
 
 @contextmanager

@@ -30,10 +30,11 @@ passes through this one place.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
-from cubelab.errors import BufferFailure
+from cubelab.errors import BufferFailure, UnreportedFailureWarning
 from cubelab.runtime import events as ev
 
 if TYPE_CHECKING:
@@ -150,8 +151,15 @@ def _ids(written: list[tuple["Handle", str]]) -> tuple[int, ...]:
 
 def fail_buffers(ledger: FailureLedger, bus: ev.EventBus, launch: LaunchInfo,
                  written: list[tuple["Handle", str]], error: BaseException) -> None:
-    """`written` now carries `error`, raised by `launch` itself (it is the root cause)."""
+    """`written` now carries `error`, raised by `launch` itself (it is the root cause).
+
+    The trap: failures are buffer state, reported at read — so a launch that writes nothing
+    would fail in silence. Then it is said at once, as an `UnreportedFailureWarning`."""
     _detach(error)
+    if not written:
+        warnings.warn(UnreportedFailureWarning(
+            f"launch of `{launch.kernel}` (#{launch.launch_seq}) failed, and it writes no "
+            f"buffer, so no read will report it: {type(error).__name__}: {error}"), stacklevel=2)
     ledger.put(written, Failure(launch.kernel, error, launch.launch_seq))
     if bus.active:
         ids = _ids(written)
