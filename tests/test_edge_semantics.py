@@ -144,3 +144,29 @@ def test_a_trace_of_a_launch_that_failed_says_so(client):  # type: ignore[no-unt
         client.set_compilation_options(loop_budget=DEFAULT_LOOP_BUDGET)
     assert isinstance(t.failure, LoopGuardError)
     assert "the launch failed" in str(t) and 0 < len(t) < 1000
+
+
+# -- item 15: float edge cases -------------------------------------------------------------------
+@cube(launch=True)
+def float_edges(a: Slice[f32], b: Slice[f32], p: SliceMut[f32], c: SliceMut[i32], u: SliceMut[u32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        p[i] = pow(a[i], b[i])
+        c[i] = i32(a[i])
+        u[i] = u32(a[i])
+
+
+def test_pow_edges_and_nan_casts_agree_on_both_runtimes(client):  # type: ignore[no-untyped-def]
+    nan, inf = np.nan, np.inf
+    a = [0.0, 0.0, 1.0, nan, nan, 0.0, 2.0, -2.0, -2.0, 0.0]
+    b = [0.0, -1.0, nan, 0.0, 1.0, nan, 3.0, 2.0, 0.0, 2.0]
+    n = len(a)
+    p, c, u = up(client, f32, [7] * n), up(client, i32, [7] * n), up(client, u32, [7] * n)
+    float_edges.launch(client, ONE, CubeDim.new_1d(16), up(client, f32, a), up(client, f32, b),
+                       p, c, u)
+    # C/numpy's edges; a negative base with an integral exponent is the signed power (CubeCL)
+    np.testing.assert_array_equal(read(client, f32, p),
+                                  [1.0, inf, 1.0, 1.0, nan, nan, 8.0, 4.0, 1.0, 0.0])
+    want = [0, 0, 1, 0, 0, 0, 2, -2, -2, 0]  # NaN -> 0 (lavapipe's own cast gave i32 MIN)
+    np.testing.assert_array_equal(read(client, i32, c), want)
+    np.testing.assert_array_equal(read(client, u32, u), [max(w, 0) for w in want])

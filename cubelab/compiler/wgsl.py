@@ -35,7 +35,7 @@ from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, MATH_SAME, REMAI
 from cubelab.compiler.info import info_layout
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op
 from cubelab.ir.passes import GUARD_BUDGET, GUARD_DRIVER
-from cubelab.ir.types import F32, Array, Atomic, Pointer, RuntimeArray, Ty
+from cubelab.ir.types import F32, U32, Array, Atomic, Pointer, RuntimeArray, Ty
 
 _BUILTINS = {
     "workgroup_id_x": "workgroup_id.x",
@@ -240,8 +240,20 @@ class _Emitter(InfoReads):
         cond, t, f = op.operands
         self.let(op, f"select({f.name}, {t.name}, {cond.name})")  # WGSL puts the false value first
 
+    def _is_nan(self, x: str, ty: Ty) -> str:
+        """`x` is NaN, tested on its bits: WGSL lets a compiler assume floats are finite, and
+        lavapipe folds `x != x` to false (docs/language.md)."""
+        u = wgsl_type(Ty(U32.elem, ty.width))
+        return f"((bitcast<{u}>({x}) & {u}(0x7fffffffu)) > {u}(0x7f800000u))"
+
     def op_arith_cast(self, op: Op) -> None:
-        self.let(op, f"{wgsl_type(op.result.type)}({op.operands[0].name})")
+        x = op.operands[0]
+        ty = wgsl_type(op.result.type)
+        if x.type.elem.value == "f32" and op.result.type.elem.value in ("i32", "u32"):  # type: ignore[union-attr]
+            # the language says NaN -> 0 (the CPU runtime's rule); lavapipe gives i32 MIN
+            self.let(op, f"select({ty}({x.name}), {ty}(), {self._is_nan(x.name, x.type)})")  # type: ignore[arg-type]
+        else:
+            self.let(op, f"{ty}({x.name})")
 
     # -- math and vectors ---------------------------------------------------------------------
     def op_math_unary(self, op: Op) -> None:
@@ -264,8 +276,21 @@ class _Emitter(InfoReads):
         fn = op.attrs["fn"]
         if fn not in ("pow", "atan2"):
             raise CodegenError(f"math function {fn!r} has no WGSL lowering yet")
+        # WGSL's pow is exp2(y * log2(x)) and leaves the edges open (lavapipe: pow(0, 0) = 0,
+        # pow(NaN, 1) = 0): spell out the C/numpy edges the CPU runtime gives, NaN for x < 0.
         a, b = op.operands
-        self.let(op, f"{fn}({a.name}, {b.name})")
+        if fn == "atan2":
+            self.let(op, f"atan2({a.name}, {b.name})")
+            return
+        ty = op.result.type
+        t = wgsl_type(ty)
+        x, y = a.name, b.name
+        inf, nan = (f"{t}({wgsl_literal(v, F32)})" for v in (math.inf, math.nan))
+        zero, one = f"{t}(0.0)", f"{t}(1.0)"
+        r = f"select(pow({x}, {y}), select({zero}, {inf}, {y} < {zero}), {x} == {zero})"
+        r = f"select({r}, {nan}, {self._is_nan(x, ty)} | {self._is_nan(y, ty)})"  # type: ignore[arg-type]
+        r = f"select({r}, {one}, ({y} == {zero}) | ({x} == {one}))"
+        self.let(op, f"select({r}, {nan}, {x} < {zero})")
 
     def op_math_fma(self, op: Op) -> None:
         a, b, c = op.operands
