@@ -70,10 +70,11 @@ class Ctx:
     contiguous, so the slice fast paths are off inside it.
     """
 
-    __slots__ = ("env", "launch", "cube0", "ncubes", "U", "start", "n", "_cache", "parent",
-                 "sel", "contiguous", "nrows")
+    __slots__ = ("env", "launch", "cube0", "ncubes", "U", "start", "n", "_cache", "_static",
+                 "parent", "sel", "contiguous", "nrows")
 
-    def __init__(self, nvals: int, launch: LaunchState, cube0: int, ncubes: int) -> None:
+    def __init__(self, nvals: int, launch: LaunchState, cube0: int, ncubes: int,
+                 static: dict[str, np.ndarray] | None = None) -> None:
         self.env: list[Any] = [None] * nvals
         self.launch = launch
         self.cube0 = cube0
@@ -83,6 +84,10 @@ class Ctx:
         self.start = cube0 * self.U
         self.n = ncubes * self.U
         self._cache: dict[str, np.ndarray] = {}
+        # arrays that depend only on the chunk's shape (ncubes, U), not on where it starts:
+        # the plan hands every chunk of one shape the same dict (`Plan.run`), so a builtin like
+        # UNIT_POS_X is computed once per launch, not once per chunk. They are read-only.
+        self._static: dict[str, np.ndarray] = {} if static is None else static
         self.parent: Ctx | None = None
         self.sel: np.ndarray | None = None
         self.contiguous = True
@@ -95,7 +100,7 @@ class Ctx:
         c.launch, c.cube0, c.ncubes, c.U = parent.launch, parent.cube0, parent.ncubes, parent.U
         c.start = parent.start
         c.n = len(sel)
-        c._cache = {}
+        c._cache = c._static = {}  # a compacted context's arrays are its own selection
         c.parent, c.sel, c.contiguous, c.nrows = parent, sel, False, parent.nrows
         return c
 
@@ -119,33 +124,37 @@ class Ctx:
         return a
 
     def unit_index(self) -> np.ndarray:
-        a = self._cache.get("unit_index")
+        a = self._static.get("unit_index")
         if a is None:
             a = self._derived("unit_index")
             if a is None:
-                a = np.tile(np.arange(self.U, dtype=np.uint32), self.ncubes)
-                self._cache["unit_index"] = a
+                a = frozen(np.tile(np.arange(self.U, dtype=np.uint32), self.ncubes))
+                self._static["unit_index"] = a
         return a
 
     def cube_local(self) -> np.ndarray:
-        a = self._cache.get("cube_local")
+        a = self._static.get("cube_local")
         if a is None:
             a = self._derived("cube_local")
             if a is None:
-                a = np.repeat(np.arange(self.ncubes, dtype=np.intp), self.U)
-                self._cache["cube_local"] = a
+                a = frozen(np.repeat(np.arange(self.ncubes, dtype=np.intp), self.U))
+                self._static["cube_local"] = a
         return a
 
     def cube_linear(self) -> np.ndarray:
-        return self.cube_local().astype(np.uint32) + np.uint32(self.cube0)
+        a = self._cache.get("cube_linear")
+        if a is None:
+            a = self.cube_local().astype(np.uint32) + np.uint32(self.cube0)
+            self._cache["cube_linear"] = a
+        return a
 
     def local_rows(self) -> np.ndarray:
-        a = self._cache.get("local_rows")
+        a = self._static.get("local_rows")
         if a is None:
             a = self._derived("local_rows")
             if a is None:
-                a = np.arange(self.n, dtype=np.intp)
-                self._cache["local_rows"] = a
+                a = frozen(np.arange(self.n, dtype=np.intp))
+                self._static["local_rows"] = a
         return a
 
     def abs_lane(self, li: int) -> int:
@@ -170,6 +179,12 @@ class Ctx:
         c = self.cube0 + li // self.U
         u = li % self.U
         return (c % cx, (c // cx) % cy, c // (cx * cy)), (u % dx, (u // dx) % dy, u // (dx * dy))
+
+
+def frozen(a: np.ndarray) -> np.ndarray:
+    """`a`, read-only: an array shared between steps (or chunks) must never be written in place."""
+    a.setflags(write=False)
+    return a
 
 
 # -- mask algebra: None = every lane of the chunk, else a bool array with at least one True ------

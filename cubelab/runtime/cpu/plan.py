@@ -97,6 +97,7 @@ class Plan:
         self.uniform_ids = {op.results[0].id for op in self.uniform_ops}
         self._uniform_steps = tuple(self._op(op, 0) for op in self.uniform_ops)
         self._uniform_cache: dict[Any, list[tuple[int, Any]]] = {}
+        self._statics: dict[tuple[int, int], dict[str, Any]] = {}
         self.body = self.block(definition.body, 0)
 
     def _uniform_values(self, launch: LaunchState) -> list[tuple[int, Any]]:
@@ -160,6 +161,18 @@ class Plan:
         return builder(self, op, depth)
 
     # -- running -------------------------------------------------------------------------------
+    def _static_for(self, ncubes: int, units: int) -> dict[str, Any]:
+        """The arrays every chunk of `ncubes` cubes of `units` units shares (UNIT_POS, the
+        shared-memory row offsets, ...): kept across launches, since they depend on nothing
+        else."""
+        key = (ncubes, units)
+        found = self._statics.get(key)
+        if found is None:
+            if len(self._statics) > 8:
+                self._statics.clear()
+            found = self._statics[key] = {}
+        return found
+
     def run(self, launch: LaunchState) -> None:
         cx, cy, cz = launch.count
         total = cx * cy * cz
@@ -172,8 +185,13 @@ class Plan:
         # numpy's warnings off once on its device thread (errstate here would cost ~2 µs a run).
         bound = list(zip(self._buffer_list, launch.mems))
         bound += self._uniform_values(launch) if self.uniform_ops else []
+        statics: dict[int, dict[str, Any]] = {}  # per chunk size: arrays its chunks share
         for c0 in range(0, total, per_chunk):
-            ctx = Ctx(self.nvals, launch, c0, min(per_chunk, total - c0))
+            ncubes = min(per_chunk, total - c0)
+            static = statics.get(ncubes)
+            if static is None:
+                static = statics[ncubes] = self._static_for(ncubes, units)
+            ctx = Ctx(self.nvals, launch, c0, ncubes, static)
             env = ctx.env
             for vid, val in bound:
                 env[vid] = val

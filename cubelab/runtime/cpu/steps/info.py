@@ -3,7 +3,8 @@
 
 Most of these are uniform over a launch and the plan computes them once per launch signature
 (`analysis.uniform_ops`); the per-unit builtins are derived from the chunk's lane numbers
-(`Ctx.unit_index`, `Ctx.cube_linear`), cached per chunk.
+(`Ctx.unit_index`, `Ctx.cube_linear`): the unit ones once per chunk shape, the cube ones once
+per chunk.
 """
 
 from __future__ import annotations
@@ -57,8 +58,19 @@ def _b_builtin(plan: Plan, op: Op, depth: int) -> Step:
             return ctx.unit_index() % u32(plane_size(ctx))
         raise KernelRuntimeError(f"unknown builtin {name!r}")
 
+    # UNIT_POS_X and friends depend only on the chunk's shape: computed once per shape
+    # (`Ctx._static`, shared by the chunks of a launch); CUBE_POS_* once per chunk.
+    cache_of = "_static" if name.startswith("local_invocation_") else "_cache"
+
     def step(ctx: Ctx, mask: Any) -> None:
-        ctx.env[r] = compute(ctx)
+        cache = getattr(ctx, cache_of)
+        a = cache.get(name)
+        if a is None:
+            a = compute(ctx)
+            if cache_of == "_static" and a.base is None:
+                a.setflags(write=False)
+            cache[name] = a
+        ctx.env[r] = a
 
     return step
 

@@ -21,7 +21,14 @@ import numpy as np
 from cubelab.ir.core import Op
 from cubelab.ir.types import Array, Atomic, Pointer, Ty
 from cubelab.runtime.cpu import semantics as sem
-from cubelab.runtime.cpu.lanes import REPORT_LIMIT, Ctx, KernelRuntimeError, full, row_mask
+from cubelab.runtime.cpu.lanes import (
+    REPORT_LIMIT,
+    Ctx,
+    KernelRuntimeError,
+    frozen,
+    full,
+    row_mask,
+)
 from cubelab.runtime.cpu.memory import LocalSlot, Mem, OobAccess, Ptr
 from cubelab.runtime.cpu.steps.registry import Step, builder
 
@@ -80,11 +87,11 @@ def rows_of(ctx: Ctx, mem: Mem) -> np.ndarray | None:
     if mem.kind == "global":
         return None
     key = f"{mem.kind}:{mem.length}"
-    a = ctx._cache.get(key)
+    a = ctx._static.get(key)
     if a is None:
         rows = ctx.cube_local() if mem.kind == "shared" else ctx.local_rows()
-        a = rows * mem.length
-        ctx._cache[key] = a
+        a = frozen(rows * mem.length)
+        ctx._static[key] = a
     return a
 
 
