@@ -173,6 +173,31 @@ def uniform_ops(definition: KernelDefinition, needed: set[int] | None,
     return out
 
 
+# -- unit-only values ---------------------------------------------------------------------------
+def unit_only_ops(definition: KernelDefinition, needed: set[int] | None,
+                  lane_ids: set[int]) -> set[int]:
+    """Ids of the arith/math/vector results computed from UNIT_POS-like builtins and nothing
+    per-lane else: if every other operand is uniform *at run time* (a constant, a scalar, a
+    loop counter like the `s` of a tree reduction), the result is the same array for every full
+    chunk of a launch (`UNIT_POS < s`, `ty * tile + j`) and the plan memoizes it per chunk
+    shape (`Plan._unit_memo`). Only a candidate set: the run-time check decides."""
+    unit: set[int] = set()
+    for op in definition.walk():
+        if len(op.results) != 1 or op.regions or not isinstance(op.results[0].type, Ty):
+            continue
+        r = op.results[0].id
+        if needed is not None and r not in needed:
+            continue
+        name = op.name
+        if name == "builtin.read":
+            if op.attrs.get("name", "").startswith("local_invocation_"):
+                unit.add(r)
+        elif name.startswith(("arith.", "math.", "vector.")) and r not in lane_ids and \
+                any(o.id in unit for o in op.operands):
+            unit.add(r)
+    return unit
+
+
 # -- loads that may stay views ------------------------------------------------------------------
 def view_loads(definition: KernelDefinition, written: set[int]) -> set[int]:
     """Loads of a *written* buffer that may still return a view of its memory (by id(op)):

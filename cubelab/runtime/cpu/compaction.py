@@ -33,22 +33,38 @@ def _compact(a: Any, sel: np.ndarray, n: int) -> Any:
 
 
 def run_compacted(ctx: Ctx, m: np.ndarray, free: list[int],
-                  body: Callable[[Ctx, Any], None]) -> None:
+                  body: Callable[[Ctx, Any], None], sel: np.ndarray | None = None,
+                  static: dict[Any, Any] | None = None) -> None:
     """Run `body` on the lanes of `m` only: compact what it reads, run, merge what it wrote to
-    the locals back (everything else it writes goes to memory, which is shared)."""
+    the locals back (everything else it writes goes to memory, which is shared).
+
+    `sel`/`static`: the selection of a memoized (unit-only) mask and the arrays its compacted
+    contexts share across chunks; a memoized value read by the body is compacted once there."""
     global compacted_runs
     compacted_runs += 1
-    sel = np.nonzero(m)[0]
+    if sel is None:
+        sel = np.nonzero(m)[0]
     n = ctx.n
-    sub = Ctx.sub(ctx, sel)
+    sub = Ctx.sub(ctx, sel, static)
     env = ctx.env
+    parent_memo = ctx._static.get("memo_ids", ()) if static is not None else ()
+    sub_memo = static.setdefault("memo_ids", set()) if static is not None else set()
     # uniform values (hoisted out of the branch) stay as they are; per-lane ones are compacted
     senv = sub.env = list(env)
     slots: list[tuple[LocalSlot, LocalSlot, Any]] = []
     for i in free:
         v = env[i]
         if isinstance(v, np.ndarray):
-            v = _compact(v, sel, n)
+            if id(v) in parent_memo and static is not None:
+                key = ("sel", id(v))
+                found = static.get(key)
+                if found is None:
+                    found = static[key] = _compact(v, sel, n)
+                    found.setflags(write=False)
+                    sub_memo.add(id(found))
+                v = found
+            else:
+                v = _compact(v, sel, n)
         elif isinstance(v, LocalSlot):
             proxy = LocalSlot(v.name, _compact(v.arr, sel, n))
             slots.append((v, proxy, proxy.arr))
@@ -76,6 +92,21 @@ def run_compacted(ctx: Ctx, m: np.ndarray, free: list[int],
 def branch(ctx: Ctx, m: Any, body: Callable[[Ctx, Any], None], free: list[int]) -> None:
     """Run `body` under mask `m`, compacted to the active lanes when they are few."""
     if m is not None and ctx.n >= COMPACT_MIN_LANES:
+        static = ctx._static
+        if ctx.parent is None and id(m) in static.get("memo_ids", ()):
+            # a unit-only mask (`UNIT_POS < s`): the same selection in every chunk of this
+            # shape, so it and the compacted context's arrays are computed once
+            key = ("branch", id(m))
+            found = static.get(key)
+            if found is None:
+                sel = np.nonzero(m)[0]
+                found = static[key] = (len(sel), sel, {})
+            k, sel, sub_static = found
+            if k * COMPACT_RATIO <= ctx.n:
+                run_compacted(ctx, m, free, body, sel, sub_static)
+                return
+            body(ctx, m)
+            return
         k = int(np.count_nonzero(m))
         if k * COMPACT_RATIO <= ctx.n:
             run_compacted(ctx, m, free, body)

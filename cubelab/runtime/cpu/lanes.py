@@ -94,13 +94,17 @@ class Ctx:
         self.nrows = self.n  # rows of per-lane storage (local arrays) in this chunk
 
     @staticmethod
-    def sub(parent: "Ctx", sel: np.ndarray) -> "Ctx":
+    def sub(parent: "Ctx", sel: np.ndarray,
+            static: dict[str, np.ndarray] | None = None) -> "Ctx":
         c = Ctx.__new__(Ctx)
         c.env = [None] * len(parent.env)
         c.launch, c.cube0, c.ncubes, c.U = parent.launch, parent.cube0, parent.ncubes, parent.U
         c.start = parent.start
         c.n = len(sel)
-        c._cache = c._static = {}  # a compacted context's arrays are its own selection
+        c._cache = {}
+        # a compacted context's shape-only arrays are selections of its parent's: shared when
+        # the selection itself is (`compaction.branch` on a memoized mask), else its own
+        c._static = {} if static is None else static
         c.parent, c.sel, c.contiguous, c.nrows = parent, sel, False, parent.nrows
         return c
 
@@ -127,7 +131,9 @@ class Ctx:
         a = self._static.get("unit_index")
         if a is None:
             a = self._derived("unit_index")
-            if a is None:
+            if a is not None:
+                self._static["unit_index"] = a
+            else:
                 a = frozen(np.tile(np.arange(self.U, dtype=np.uint32), self.ncubes))
                 self._static["unit_index"] = a
         return a
@@ -136,7 +142,9 @@ class Ctx:
         a = self._static.get("cube_local")
         if a is None:
             a = self._derived("cube_local")
-            if a is None:
+            if a is not None:
+                self._static["cube_local"] = a
+            else:
                 a = frozen(np.repeat(np.arange(self.ncubes, dtype=np.intp), self.U))
                 self._static["cube_local"] = a
         return a
@@ -144,7 +152,11 @@ class Ctx:
     def cube_linear(self) -> np.ndarray:
         a = self._cache.get("cube_linear")
         if a is None:
-            a = self.cube_local().astype(np.uint32) + np.uint32(self.cube0)
+            if self.parent is None:
+                a = np.repeat(np.arange(self.cube0, self.cube0 + self.ncubes, dtype=np.uint32),
+                              self.U)
+            else:
+                a = self.cube_local().astype(np.uint32) + np.uint32(self.cube0)
             self._cache["cube_linear"] = a
         return a
 
@@ -152,7 +164,9 @@ class Ctx:
         a = self._static.get("local_rows")
         if a is None:
             a = self._derived("local_rows")
-            if a is None:
+            if a is not None:
+                self._static["local_rows"] = a
+            else:
                 a = frozen(np.arange(self.n, dtype=np.intp))
                 self._static["local_rows"] = a
         return a

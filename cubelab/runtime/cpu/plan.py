@@ -39,6 +39,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from cubelab.ir import analysis as ir_analysis
 from cubelab.ir.core import Block, KernelDefinition, Op
 from cubelab.runtime.cpu import analysis
@@ -57,6 +59,11 @@ from cubelab.runtime.cpu.steps.registry import BUILDERS, Step
 
 __all__ = ["BUILDERS", "CHUNK_LANES", "DivergentBarrier", "KernelRuntimeError", "LaunchState",
            "MAX_LOOP_ITERATIONS", "Plan"]
+
+
+# The unit-only values one chunk shape of a plan may keep (`_unit_memo`); past it, they are
+# computed per chunk again.
+MEMO_BYTES = 8 << 20
 
 
 class Plan:
@@ -98,6 +105,10 @@ class Plan:
         self._uniform_steps = tuple(self._op(op, 0) for op in self.uniform_ops)
         self._uniform_cache: dict[Any, list[tuple[int, Any]]] = {}
         self._statics: dict[tuple[int, int], dict[str, Any]] = {}
+        # values computed from UNIT_POS and run-time-uniform operands only: one array per chunk
+        # shape and operand values, shared by every chunk (`_unit_memo`)
+        self.unit_only = analysis.unit_only_ops(definition, self.needed, self.lane_ids) \
+            if not traced_like else set()
         self.body = self.block(definition.body, 0)
 
     def _uniform_values(self, launch: LaunchState) -> list[tuple[int, Any]]:
@@ -129,6 +140,8 @@ class Plan:
             if op.results and op.results[0].id in self.uniform_ids:
                 continue
             step = self._op(op, depth)
+            if op.results and op.results[0].id in self.unit_only and op.name != "builtin.read":
+                step = _unit_memo(step, op)
             if self.traced and op.name not in ("scf.if", "scf.for", "scf.while",
                                                 "scf.condition"):
                 role = "ABSOLUTE_POS" if op.results and op.results[0].id in self.lane_ids \
@@ -168,7 +181,7 @@ class Plan:
         key = (ncubes, units)
         found = self._statics.get(key)
         if found is None:
-            if len(self._statics) > 8:
+            if len(self._statics) >= 4:
                 self._statics.clear()
             found = self._statics[key] = {}
         return found
@@ -196,6 +209,51 @@ class Plan:
             for vid, val in bound:
                 env[vid] = val
             self.body(ctx, None)
+
+
+def _unit_memo(step: Step, op: Op) -> Step:
+    """`step` memoized per chunk shape: when each operand is either a memoized unit-only array
+    or one row (uniform), the result depends only on the operands' values and the chunk's
+    shape, so every chunk of that shape shares one read-only array (`Ctx._static`)."""
+    r = op.results[0].id
+    operands = tuple(o.id for o in op.operands)
+
+    def run(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        static = ctx._static
+        memo_ids = static.get("memo_ids")
+        if memo_ids is None:
+            memo_ids = static["memo_ids"] = set()
+        key: list[Any] = [r]
+        for o in operands:
+            v = env[o]
+            if not isinstance(v, np.ndarray):
+                step(ctx, mask)
+                return
+            if id(v) in memo_ids or v is static.get("unit_index"):
+                key.append(id(v))
+            elif v.shape[0] == 1:
+                key.append((v.dtype.str, v.shape, v.tobytes()))
+            else:
+                step(ctx, mask)
+                return
+        k = tuple(key)
+        found = static.get(k)
+        if found is None:
+            step(ctx, mask)
+            found = env[r]
+            if isinstance(found, np.ndarray) and found.shape[0] == ctx.n and \
+                    found.base is None:
+                used = static.get("memo_bytes", 0) + found.nbytes
+                if used <= MEMO_BYTES:  # a long uniform loop (`UNIT_POS + i`) stops memoizing
+                    found.setflags(write=False)
+                    static[k] = found
+                    static["memo_bytes"] = used
+                    memo_ids.add(id(found))
+            return
+        env[r] = found
+
+    return run
 
 
 def _traced(step: Step, op: Op, depth: int, role: str = "") -> Step:

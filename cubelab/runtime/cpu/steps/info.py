@@ -37,13 +37,23 @@ def _b_builtin(plan: Plan, op: Op, depth: int) -> Step:
         if name.startswith("num_workgroups_"):
             return np.array([{"x": cx, "y": cy, "z": cz}[name[-1]]], dtype=u32)
         if name.startswith("workgroup_id_"):
-            c = ctx.cube_linear()
             axis = name[-1]
+            # an axis the grid does not use is 0 for every unit: one row, broadcast
+            if (axis == "y" and cy == 1) or (axis == "z" and cz == 1):
+                return np.zeros(1, dtype=u32)
+            if axis == "x" and cy * cz == 1:
+                return ctx.cube_linear()
+            if ctx.parent is None:  # per cube, then one row per unit: one pass over the lanes
+                c = np.arange(ctx.cube0, ctx.cube0 + ctx.ncubes, dtype=u32)
+            else:
+                c = ctx.cube_linear()
             if axis == "x":
-                return c % u32(cx)
-            if axis == "y":
-                return (c // u32(cx)) % u32(cy)
-            return c // u32(cx * cy)
+                c = c % u32(cx)
+            elif axis == "y":
+                c = (c // u32(cx)) % u32(cy)
+            else:
+                c = c // u32(cx * cy)
+            return np.repeat(c, ctx.U) if ctx.parent is None else c
         if name.startswith("local_invocation_id_"):
             u = ctx.unit_index()
             axis = name[-1]
@@ -67,8 +77,10 @@ def _b_builtin(plan: Plan, op: Op, depth: int) -> Step:
         a = cache.get(name)
         if a is None:
             a = compute(ctx)
-            if cache_of == "_static" and a.base is None:
-                a.setflags(write=False)
+            if cache_of == "_static":
+                if a.base is None:
+                    a.setflags(write=False)
+                cache.setdefault("memo_ids", set()).add(id(a))  # see `plan._unit_memo`
             cache[name] = a
         ctx.env[r] = a
 
