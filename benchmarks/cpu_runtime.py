@@ -1,12 +1,19 @@
 """CPU runtime throughput and per-launch overhead, against numpy and lavapipe in the same run.
 
-    python benchmarks/cpu_runtime.py [--quick] [--recording]
+    python benchmarks/cpu_runtime.py [--quick] [--recording] [--shm] [--base COMMIT]
 
 - saxpy on 4 M floats (1 M vec4 units): the CPU runtime vs numpy computing `a * x + y` directly
   (in place, the way a careful numpy user would), vs the same kernel on wgpu (lavapipe here);
   throughput counts the 3 x 4 bytes per float saxpy must move. Target: >= 0.5x numpy.
 - a shared-memory tree reduction (256 units per cube, 4 M floats): CPU runtime vs
   `x.reshape(-1, 256).sum(1)` vs wgpu.
+- shared-memory kernels on the CPU runtime (issue #17): the tree reduction above, the zoo's
+  tiled 256x256 matmul (16x16 tiles) and its 1-D 3-point stencil with a halo in shared memory
+  (4 M floats), against numpy and against a *baseline checkout* of cubelab run in a subprocess
+  in the same run (`--base COMMIT`, default the commit before the unit-only work; checked out
+  with `git worktree add` into a temporary directory), so the speed-up is measured, not
+  remembered. CPU seconds (`time.process_time`, every thread of the process), best of N, the
+  baseline timed before and after the current code: the VM these run on is shared.
 - per-launch fixed overhead: a 4-unit saxpy launched back to back, time per launch (submit +
   run to completion, measured over a sync). Target: <= 100 µs.
 - access recording (issue #14): a 4-cube x 256-unit kernel with 10 accesses per unit launched
@@ -22,11 +29,15 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from _common import best_of, table  # noqa: E402  (sets sys.path and XDG_RUNTIME_DIR)
+from _common import ROOT, best_of, table  # noqa: E402  (sets sys.path and XDG_RUNTIME_DIR)
+
+if "--shm-worker" in sys.argv:  # time another checkout's cubelab (and its test kernels)
+    sys.path.insert(0, sys.argv[sys.argv.index("--shm-worker") + 1])
 
 from cubelab import BufferArg, CubeCount, CubeDim, Device, DeviceError  # noqa: E402
 from cubelab import inspect as cl_inspect  # noqa: E402
@@ -34,6 +45,7 @@ from cubelab.prelude import *  # noqa: E402,F403  (the kernel below is written a
 from cubelab.prelude import f32  # noqa: E402
 from tests.fixtures.cpu_kernels import block_sum  # noqa: E402
 from tests.fixtures.kernels import saxpy  # noqa: E402
+from tests.zoo import kernels as zoo  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 N = 1 << 22  # 4 M floats
@@ -186,7 +198,139 @@ def bench_recording(rows: list[list[Any]]) -> None:
                  f"{t_rep * 1e3:.1f} ms / launch", "", f"{t_rep / t_off:.0f}x the plain launch"])
 
 
+BASE = "7aac876"  # main before the CPU runtime's unit-only memo (issue #17)
+MM, TILE, BLOCK = 256, 16, 256
+
+
+def cpu_time(fn: Callable[[], Any], client: Any | None = None, repeats: int = 5) -> float:
+    """Best-of CPU seconds of `fn` (+ sync): every thread of this process, so a busy VM's other
+    processes do not count."""
+    def once() -> float:
+        t0 = time.process_time()
+        fn()
+        if client is not None:
+            client.sync()
+        return time.process_time() - t0
+
+    once()
+    return best_of(once, repeats)
+
+
+def shm_workloads(client: Any) -> dict[str, tuple[Callable[[], None], Callable[[], float]]]:
+    """name -> (launch, max |error| against numpy) for the three shared-memory kernels."""
+    rng = np.random.default_rng(1)
+    xs = rng.standard_normal(N).astype(np.float32)
+    a = rng.standard_normal((MM, MM)).astype(np.float32)
+    b = rng.standard_normal((MM, MM)).astype(np.float32)
+
+    def up(v: np.ndarray) -> BufferArg:
+        return BufferArg.from_raw_parts(client.create_from_slice(f32.as_bytes(v.ravel())), v.size)
+
+    x, ha, hb = up(xs), up(a), up(b)
+    out = client.empty(4 * (N // 256))
+    hc = client.empty(4 * MM * MM)
+    hs = client.empty(4 * N)
+
+    def read(h: Any) -> np.ndarray:
+        return f32.from_bytes(client.read_one(h))
+
+    padded = np.concatenate([[0], xs, [0]]).astype(np.float32)
+    return {
+        "block_sum": (
+            lambda: block_sum.launch(client, CubeCount.Static(N // 256), CubeDim.new_1d(256), x,
+                                     BufferArg.from_raw_parts(out, N // 256)),
+            lambda: float(np.abs(read(out) - xs.reshape(-1, 256).sum(1)).max())),
+        "matmul": (
+            lambda: zoo.matmul.launch(client, CubeCount.Static(MM // TILE, MM // TILE, 1),
+                                      CubeDim.new_2d(TILE, TILE), ha, hb,
+                                      BufferArg.from_raw_parts(hc, MM * MM), MM, MM, MM, TILE),
+            lambda: float(np.abs(read(hc).reshape(MM, MM) - a @ b).max())),
+        "stencil3": (
+            lambda: zoo.stencil3.launch(client, CubeCount.Static(N // BLOCK),
+                                        CubeDim.new_1d(BLOCK), x, BufferArg.from_raw_parts(hs, N),
+                                        BLOCK),
+            lambda: float(np.abs(read(hs) - (padded[:-2] + padded[1:-1] + padded[2:]) / 3).max())),
+    }
+
+
+def shm_times() -> dict[str, tuple[float, float]]:
+    """CPU seconds and max |error| of each shared-memory workload on this process's cubelab."""
+    client = Device.cpu().client()
+    out = {}
+    for name, (run, err) in shm_workloads(client).items():
+        out[name] = (cpu_time(run, client, repeats=3 if QUICK else 5), err())
+    return out
+
+
+def base_times(commit: str) -> dict[str, tuple[float, float]] | str:
+    """`shm_times` of a baseline checkout, in a subprocess (or why it could not run)."""
+    import json
+    import subprocess
+    import tempfile
+
+    where = Path(tempfile.gettempdir()) / f"cubelab-base-{commit}"
+    if not where.exists():
+        made = subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach",
+                               str(where), commit], capture_output=True, text=True)
+        if made.returncode:
+            return f"no baseline checkout: {made.stderr.strip()}"
+    done = subprocess.run([sys.executable, __file__, "--shm-worker", str(where)]
+                          + (["--quick"] if QUICK else []), capture_output=True, text=True)
+    if done.returncode:
+        return f"baseline run failed: {done.stderr.strip()[-300:]}"
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    if not got.pop("_from").startswith(str(where)):
+        return "baseline run imported the wrong cubelab"
+    return {k: (v[0], v[1]) for k, v in got.items()}
+
+
+def bench_shared_memory(rows: list[list[Any]]) -> None:
+    commit = sys.argv[sys.argv.index("--base") + 1] if "--base" in sys.argv else BASE
+    rng = np.random.default_rng(1)
+    xs = rng.standard_normal(N).astype(np.float32)
+    a = rng.standard_normal((MM, MM)).astype(np.float32)
+    b = rng.standard_normal((MM, MM)).astype(np.float32)
+    padded = np.concatenate([[0], xs, [0]]).astype(np.float32)
+    numpy_ref = {
+        "block_sum": lambda: xs.reshape(-1, 256).sum(axis=1),
+        "matmul": lambda: a @ b,
+        "stencil3": lambda: (padded[:-2] + padded[1:-1] + padded[2:]) / np.float32(3),
+    }
+    label = {"block_sum": "shared-mem reduction 4M f32", "matmul": f"tiled matmul {MM}x{MM}",
+             "stencil3": "stencil3 (halo in shared) 4M f32"}
+    before = base_times(commit)
+    now = shm_times()
+    after = base_times(commit)  # the baseline again: load that changed during the run shows
+    for name, (t, err) in now.items():
+        t_np = cpu_time(numpy_ref[name])
+        rows.append([label[name], "numpy (direct)", f"{t_np * 1e3:.2f} ms", "", "1.00x"])
+        if isinstance(before, str) or isinstance(after, str):
+            rows.append([label[name], f"cpu<numpy> at {commit}", str(before), "", ""])
+            t_base = None
+        else:
+            t_base = min(before[name][0], after[name][0])
+            rows.append([label[name], f"cpu<numpy> at {commit}", f"{t_base * 1e3:.2f} ms", "",
+                         f"{t_np / t_base:.3f}x"])
+        speedup = f", {t_base / t:.2f}x the baseline" if t_base else ""
+        rows.append([label[name], f"cpu<numpy> now (max |err| {err:.1e})", f"{t * 1e3:.2f} ms",
+                     "", f"{t_np / t:.3f}x{speedup}"])
+
+
 def main() -> None:
+    if "--shm-worker" in sys.argv:
+        import json
+
+        import cubelab
+        got: dict[str, Any] = dict(shm_times())
+        got["_from"] = cubelab.__file__
+        print(json.dumps(got))
+        return
+    if "--shm" in sys.argv:  # only the shared-memory rows (issue #17's before/after)
+        rows_shm: list[list[Any]] = []
+        bench_shared_memory(rows_shm)
+        print(table("CPU runtime on shared-memory kernels: numpy, the baseline, now (CPU time)",
+                    ["workload", "runs on", "CPU time", "", "vs numpy"], rows_shm))
+        return
     rows: list[list[Any]] = []
     if "--recording" in sys.argv:  # only the access-recording rows (issue #14's before/after)
         bench_overhead(rows)
@@ -200,6 +344,11 @@ def main() -> None:
     bench_recording(rows)
     print(table("CPU runtime vs numpy vs wgpu (same run)",
                 ["workload", "runs on", "time", "throughput", "vs numpy"], rows))
+    shm: list[list[Any]] = []
+    bench_shared_memory(shm)
+    print()
+    print(table("CPU runtime on shared-memory kernels: numpy, the baseline, now (CPU time)",
+                ["workload", "runs on", "CPU time", "", "vs numpy"], shm))
 
 
 if __name__ == "__main__":
