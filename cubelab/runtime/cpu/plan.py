@@ -63,7 +63,7 @@ __all__ = ["BUILDERS", "CHUNK_LANES", "DivergentBarrier", "KernelRuntimeError", 
 
 # The unit-only values one chunk shape of a plan may keep (`_unit_memo`); past it, they are
 # computed per chunk again.
-MEMO_BYTES = 8 << 20
+MEMO_BYTES = 16 << 20
 
 
 class Plan:
@@ -181,7 +181,7 @@ class Plan:
         key = (ncubes, units)
         found = self._statics.get(key)
         if found is None:
-            if len(self._statics) >= 4:
+            if len(self._statics) >= 2:
                 self._statics.clear()
             found = self._statics[key] = {}
         return found

@@ -153,10 +153,16 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
             index = env[idx] if min_computed else np.minimum(ctx.lanes(), b)
         else:
             index = env[idx]
-        if index.dtype.kind == "i":
-            bad = (index < 0) | (index >= length)
-        else:
-            bad = index >= length
+        static = ctx._static
+        if id(index) in static.get("memo_ids", ()):  # a unit-only index: judged once
+            key = ("in_bounds", id(index), length)
+            ok = static.get(key)
+            if ok is None:
+                ok = static[key] = not _out_of_bounds(index, length).any()
+            if ok:
+                env[r] = Ptr(mem, index, index)
+                return
+        bad = _out_of_bounds(index, length)
         if not bad.any():
             env[r] = Ptr(mem, index, index)
             return
@@ -172,6 +178,12 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
         env[r] = Ptr(mem, safe, index, bad=bad, report=active if mode == "report" else None)
 
     return step
+
+
+def _out_of_bounds(index: np.ndarray, length: int) -> np.ndarray:
+    if index.dtype.kind == "i":
+        return (index < 0) | (index >= length)
+    return index >= length
 
 
 def report_oob(ctx: Ctx, op: Op, p: Ptr, write: bool) -> None:
@@ -208,8 +220,18 @@ def gather(ctx: Ctx, p: Ptr) -> np.ndarray:
     if p.unit:
         return _unit_view(ctx, mem).copy().reshape((ctx.n,) + mem.item_shape)
     rows = rows_of(ctx, mem)
+    static = ctx._static
     if rows is None:
         v = mem.store[p.index]
+    elif p.bad is None and ctx.parent is None and mem.kind == "shared" and \
+            id(p.index) in static.get("memo_ids", ()):
+        # a unit-only index is the same pattern in every cube of the chunk: gather each cube's
+        # row through that one pattern (`store[:, pattern]`) instead of flat offsets per lane
+        key = ("pattern", id(p.index))
+        pattern = static.get(key)
+        if pattern is None:
+            pattern = static[key] = np.ascontiguousarray(p.index[: ctx.U], dtype=np.intp)
+        v = mem.store.take(pattern, axis=1).reshape((ctx.n,) + mem.item_shape)
     else:
         v = np.take(_flat(mem), rows + full(p.index, ctx.n), axis=0)
     if p.bad is not None:
