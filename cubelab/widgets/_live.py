@@ -21,9 +21,12 @@ import threading
 import weakref
 from typing import Any, Iterable
 
+import ipywidgets as W
+
 from cubelab.inspect.live import Ledger
 
-__all__ = ["UiThread", "LiveView", "default_ui", "message_html", "inline_markdown"]
+__all__ = ["UiThread", "View", "LiveView", "default_ui", "client_of", "message_html",
+           "inline_markdown"]
 
 
 def message_html(text: str, shown_lines: int = 12) -> str:
@@ -50,6 +53,40 @@ def inline_markdown(text: str) -> str:
     out = html.escape(text)
     out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
     return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
+
+
+def client_of(client: Any) -> Any:
+    """The client a view watches: the one given, else the default device's."""
+    if client is None:
+        from cubelab.runtime.device import Device
+
+        return Device.default().client()
+    return client
+
+
+class View:
+    """Base of every widget: one root `VBox` carrying the house class and the view's own.
+
+    The one home of the mounting boilerplate (root box, CSS classes, `widget`, notebook display).
+    """
+
+    css_class = "cubelab-view"
+    _root: W.VBox
+
+    def _mount(self, *children: Any) -> None:
+        """Build the root box from `children` (call once the child widgets exist)."""
+        self._root = W.VBox(list(children))
+        self._root.add_class("cubelab-view")
+        self._root.add_class(self.css_class)
+
+    @property
+    def widget(self) -> W.VBox:
+        return self._root
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
 
 
 class UiThread:
@@ -115,14 +152,13 @@ def open_views() -> list["LiveView"]:
     return list(_open_views)
 
 
-class LiveView:
+class LiveView(View):
     """Base of every widget view: ledgers in, one root ipywidget out.
 
     `live=False` builds the same widget without the UI thread: tests call `refresh()` and read
     the model; a notebook gets `live=True` (the default) and never calls anything.
     """
 
-    css_class = "cubelab-view"
     counters = True  # `%cubelab reset` zeroes it (an inspector's list of compiles is not a counter)
 
     def __init__(self, ledgers: Iterable[Ledger], *, live: bool = True,
@@ -132,6 +168,11 @@ class LiveView:
         self._render_lock = threading.RLock()
         self._ui = (ui or default_ui()) if live else None
         _open_views.add(self)
+
+    def _mount(self, *children: Any) -> None:
+        """Build the root box, then render once and go live (`_start`)."""
+        super()._mount(*children)
+        self._start()
 
     def _start(self) -> None:
         """Subclasses call this once their widgets exist: first render, then go live."""
@@ -156,10 +197,6 @@ class LiveView:
     def render(self) -> None:
         raise NotImplementedError
 
-    @property
-    def widget(self) -> Any:
-        raise NotImplementedError
-
     def close(self) -> None:
         """Stop listening (the widget stays on screen, frozen)."""
         _open_views.discard(self)
@@ -167,11 +204,6 @@ class LiveView:
             self._ui.remove(self)
         for led in self._ledgers:
             led.close()
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self.widget)
 
 
 def set_html(w: Any, value: str) -> None:

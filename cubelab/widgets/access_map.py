@@ -19,11 +19,12 @@ import ipywidgets as W
 
 from cubelab.inspect.access_map import AccessMap as AccessMapData
 from cubelab.inspect.views import table_css
+from cubelab.widgets._live import View
 
 __all__ = ["AccessMap"]
 
 
-class AccessMap:
+class AccessMap(View):
     css_class = "cubelab-access-map"
 
     def __init__(self, access_map: AccessMapData) -> None:
@@ -61,19 +62,13 @@ class AccessMap:
                                   names="value")
         self.index_picker.observe(lambda c: self.pick(self.array_picker.value, c["new"]),
                                   names="value")
-        self._root = W.VBox([
+        self._mount(
             W.HBox([self.back_button, self.forward_button, self.phase_picker, self.unit_picker]),
             W.HBox([self.array_picker, self.index_picker]),
             self.details,
             W.Box([self.drawing], layout=W.Layout(overflow="auto")),
-        ])
-        self._root.add_class("cubelab-view")
-        self._root.add_class(self.css_class)
+        )
         self.render()
-
-    @property
-    def widget(self) -> W.VBox:
-        return self._root
 
     def _unit_label(self, u: int) -> str:
         dx, dy, dz = self.map.cube_dim
@@ -163,8 +158,3 @@ class AccessMap:
                              f"<tbody>{body}</tbody></table>")
         parts.append("</div>")
         return "".join(parts)
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self._root)

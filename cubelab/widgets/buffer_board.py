@@ -18,8 +18,7 @@ import ipywidgets as W
 
 from cubelab.inspect.live import BUFFER_STATES, BuffersSnapshot, BufferStates
 from cubelab.inspect.views import table_css
-from cubelab.widgets._live import LiveView, UiThread, message_html, set_html
-from cubelab.widgets.cache_monitor import _client_of
+from cubelab.widgets._live import LiveView, UiThread, client_of, message_html, set_html
 
 __all__ = ["BufferBoard"]
 
@@ -29,7 +28,7 @@ class BufferBoard(LiveView):
 
     def __init__(self, client: Any = None, *, claims: bool = False, live: bool = True,
                  ui: UiThread | None = None) -> None:
-        self.client = _client_of(client)
+        self.client = client_of(client)
         self.states = BufferStates(self.client.events, claims=claims)
         super().__init__([self.states], live=live, ui=ui)
         self.table = W.HTML()
@@ -40,14 +39,7 @@ class BufferBoard(LiveView):
         self.history.add_class("cubelab-buffer-history")
         self.selected: int | None = None
         self.picker.observe(self._on_pick, names="value")
-        self._root = W.VBox([self.table, W.HBox([self.picker, self.history])])
-        self._root.add_class("cubelab-view")
-        self._root.add_class(self.css_class)
-        self._start()
-
-    @property
-    def widget(self) -> W.VBox:
-        return self._root
+        self._mount(self.table, W.HBox([self.picker, self.history]))
 
     def select(self, handle_id: int | None) -> None:
         """Show the history of one buffer (what clicking it in the list does)."""

@@ -15,24 +15,16 @@ import ipywidgets as W
 
 from cubelab.inspect.live import CacheSnapshot, CacheStats, clock, distinguishing_fields, plural
 from cubelab.inspect.views import table_css
-from cubelab.widgets._live import LiveView, UiThread, set_html
+from cubelab.widgets._live import LiveView, UiThread, client_of, set_html
 
 __all__ = ["CacheMonitor"]
-
-
-def _client_of(client: Any) -> Any:
-    if client is None:
-        from cubelab.runtime.device import Device
-
-        return Device.default().client()
-    return client
 
 
 class CacheMonitor(LiveView):
     css_class = "cubelab-cache-monitor"
 
     def __init__(self, client: Any = None, *, live: bool = True, ui: UiThread | None = None) -> None:
-        self.client = _client_of(client)
+        self.client = client_of(client)
         self.stats = CacheStats(self.client.events)
         super().__init__([self.stats], live=live, ui=ui)
         self.total = W.HTML(layout=W.Layout(min_width="12em"))
@@ -45,17 +37,9 @@ class CacheMonitor(LiveView):
                                      tooltip="client.clear_cache(): every KernelId compiles again")
         self.reset_button.on_click(lambda _b: self.reset())
         self.clear_button.on_click(lambda _b: self.client.clear_cache())
-        self._root = W.VBox([
+        self._mount(
             W.HBox([self.total, W.VBox([self.reset_button, self.clear_button])]),
-            self.table,
-        ])
-        self._root.add_class("cubelab-view")
-        self._root.add_class(self.css_class)
-        self._start()
-
-    @property
-    def widget(self) -> W.VBox:
-        return self._root
+            self.table,)
 
     def reset(self) -> None:
         self.stats.reset()

@@ -19,11 +19,12 @@ import ipywidgets as W
 
 from cubelab.exercises.base import Result
 from cubelab.inspect.views import table_css
+from cubelab.widgets._live import View
 
 __all__ = ["ExerciseView"]
 
 
-class ExerciseView:
+class ExerciseView(View):
     css_class = "cubelab-exercise"
 
     def __init__(self, result: Result) -> None:
@@ -45,13 +46,7 @@ class ExerciseView:
             self.button.add_class("cubelab-exercise-check")
             self.button.on_click(lambda _b: self.submit(self.answer.value if self.answer else ""))
             parts.append(W.HBox([self.answer, self.button]))
-        self._root = W.VBox(parts)
-        self._root.add_class("cubelab-view")
-        self._root.add_class(self.css_class)
-
-    @property
-    def widget(self) -> W.VBox:
-        return self._root
+        self._mount(*parts)
 
     def submit(self, text: str) -> Result:
         """Check the answer typed as `text` (what the button does)."""
@@ -72,11 +67,6 @@ class ExerciseView:
 
     def _repr_mimebundle_(self, **kw: Any) -> Any:
         return self._root._repr_mimebundle_(**kw)
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self._root)
 
 
 def _text(answer: Any) -> str:

@@ -133,12 +133,9 @@ class KernelInspector(LiveView):
         self.ids.observe(self._on_id, names="value")
         self.lines.observe(self._on_line, names="value")
         where = self.label = label or f"{kernel.file}:{kernel.first_line}"
-        self._root = W.VBox([W.HTML(f'<b>@cube {html.escape(kernel.__name__)}</b> '
+        self._mount(W.HTML(f'<b>@cube {html.escape(kernel.__name__)}</b> '
                                     f'<span style="opacity:.7">{html.escape(where)}</span>'),
-                             W.HBox([self.ids, self.lines]), self.tabs])
-        self._root.add_class("cubelab-view")
-        self._root.add_class(self.css_class)
-        self._start()
+                             W.HBox([self.ids, self.lines]), self.tabs)
 
     # -- data ---------------------------------------------------------------------------------
     def _add_preview(self, inst: KernelInstance) -> None:
@@ -201,10 +198,6 @@ class KernelInspector(LiveView):
             self.select_line(change.get("new"))
 
     # -- rendering ----------------------------------------------------------------------------
-    @property
-    def widget(self) -> W.VBox:
-        return self._root
-
     def model(self) -> dict[str, Any]:
         st = self._stages.get(self.selected or "")
         hl = {}

@@ -19,8 +19,7 @@ import ipywidgets as W
 
 from cubelab.inspect.live import LaunchLog, LaunchRecord
 from cubelab.inspect.views import table_css
-from cubelab.widgets._live import LiveView, UiThread, message_html, set_html
-from cubelab.widgets.cache_monitor import _client_of
+from cubelab.widgets._live import LiveView, UiThread, client_of, message_html, set_html
 
 __all__ = ["LaunchTimeline"]
 
@@ -50,19 +49,12 @@ class LaunchTimeline(LiveView):
 
     def __init__(self, client: Any = None, *, last: int = 20, live: bool = True,
                  ui: UiThread | None = None) -> None:
-        self.client = _client_of(client)
+        self.client = client_of(client)
         self.log = LaunchLog(self.client.events, keep=last)
         super().__init__([self.log], live=live, ui=ui)
         self.table = W.HTML()
         self.table.add_class("cubelab-timeline-table")
-        self._root = W.VBox([self.table])
-        self._root.add_class("cubelab-view")
-        self._root.add_class(self.css_class)
-        self._start()
-
-    @property
-    def widget(self) -> W.VBox:
-        return self._root
+        self._mount(self.table)
 
     def model(self) -> list[dict[str, Any]]:
         return [{"seq": r.seq, "kernel": r.kernel, "status": r.status, "cache": r.cache,

@@ -18,8 +18,7 @@ import ipywidgets as W
 
 from cubelab.inspect.memory import MemoryMap, MemoryView
 from cubelab.inspect.views import table_css
-from cubelab.widgets._live import LiveView, UiThread, set_html
-from cubelab.widgets.cache_monitor import _client_of
+from cubelab.widgets._live import LiveView, UiThread, client_of, set_html
 
 __all__ = ["MemoryBoard"]
 
@@ -29,7 +28,7 @@ class MemoryBoard(LiveView):
 
     def __init__(self, client: Any = None, *, live: bool = True,
                  ui: UiThread | None = None) -> None:
-        self.client = _client_of(client)
+        self.client = client_of(client)
         self.map = MemoryMap(self.client)
         super().__init__([self.map], live=live, ui=ui)
         self.board = W.HTML()
@@ -37,14 +36,7 @@ class MemoryBoard(LiveView):
         self.cleanup_button = W.Button(description="memory_cleanup()",
                                        tooltip="give pages without a live buffer back")
         self.cleanup_button.on_click(lambda _: self.client.memory_cleanup())
-        self._root = W.VBox([self.board, self.cleanup_button])
-        self._root.add_class("cubelab-view")
-        self._root.add_class(self.css_class)
-        self._start()
-
-    @property
-    def widget(self) -> W.VBox:
-        return self._root
+        self._mount(self.board, self.cleanup_button)
 
     def view(self) -> MemoryView:
         return self.map.snapshot()

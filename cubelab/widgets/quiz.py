@@ -15,12 +15,12 @@ import ipywidgets as W
 from cubelab.exercises import HOW_MANY_COMPILES, Exercise, Verdict
 from cubelab.inspect.highlight import to_html
 from cubelab.inspect.views import table_css
-from cubelab.widgets._live import inline_markdown
+from cubelab.widgets._live import View, inline_markdown
 
 __all__ = ["Quiz"]
 
 
-class Quiz:
+class Quiz(View):
     css_class = "cubelab-quiz"
 
     def __init__(self, exercise: Exercise = HOW_MANY_COMPILES, client: Any = None) -> None:
@@ -37,13 +37,7 @@ class Quiz:
                       f'<div class="cl-title">{inline_markdown(exercise.title)}</div>'
                       f'<p class="cl-question">{inline_markdown(exercise.question)}</p></div>'
                       + to_html(exercise.code, "python"))
-        self._root = W.VBox([head, W.HBox([self.answer, self.button]), self.result])
-        self._root.add_class("cubelab-view")
-        self._root.add_class(self.css_class)
-
-    @property
-    def widget(self) -> W.VBox:
-        return self._root
+        self._mount(head, W.HBox([self.answer, self.button]), self.result)
 
     def check(self, answer: Any) -> Verdict:
         self.answer.value = int(answer) if isinstance(answer, (int, float)) else self.answer.value
@@ -79,8 +73,3 @@ class Quiz:
             return ""
         return (f" · failed: <b>{html.escape(', '.join(r.failed) or 'none')}</b> · skipped: "
                 f"<b class='cl-quiz-skipped'>{html.escape(', '.join(r.skipped) or 'none')}</b>")
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self._root)

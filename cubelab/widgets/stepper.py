@@ -18,6 +18,7 @@ import ipywidgets as W
 from cubelab.inspect.highlight import to_html
 from cubelab.inspect.trace import Trace, TraceStep
 from cubelab.inspect.views import table_css
+from cubelab.widgets._live import View
 
 __all__ = ["Stepper"]
 
@@ -41,7 +42,7 @@ def _show(v: Any) -> str:
     return str(v)
 
 
-class Stepper:
+class Stepper(View):
     css_class = "cubelab-stepper"
 
     def __init__(self, trace: Trace) -> None:
@@ -66,19 +67,13 @@ class Stepper:
         self.forward_button.on_click(lambda _b: self.forward())
         self.position.observe(lambda c: self.goto(c["new"] - 1), names="value")
         self.unit.observe(lambda c: self.select(c["new"]), names="value")
-        self._root = W.VBox([
+        self._mount(
             W.HBox([self.back_button, self.forward_button, self.position, self.unit]),
             self.values,
             W.HBox([W.Box([self.source], layout=W.Layout(width="50%", overflow="auto")),
                     W.Box([self.ir], layout=W.Layout(width="50%", overflow="auto"))]),
-        ])
-        self._root.add_class("cubelab-view")
-        self._root.add_class(self.css_class)
+        )
         self.render()
-
-    @property
-    def widget(self) -> W.VBox:
-        return self._root
 
     # -- navigation (what the buttons do) -----------------------------------------------------
     def forward(self, n: int = 1) -> TraceStep | None:
@@ -177,8 +172,3 @@ class Stepper:
                 f"<th>operand</th><th>value</th></tr></thead><tbody>{ops}</tbody></table>"
                 '<table class="cl-table"><thead><tr><th>traced unit</th><th>this op gave</th>'
                 f"</tr></thead><tbody>{others}</tbody></table></div></div>")
-
-    def _ipython_display_(self) -> None:
-        from IPython.display import display
-
-        display(self._root)
