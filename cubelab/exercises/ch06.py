@@ -17,10 +17,6 @@ from cubelab.prelude import *  # noqa: F403
 from cubelab.runtime import events as ev
 
 
-def _of(report: RunReport, kind: type) -> list[Any]:
-    return [e for e in report.events if isinstance(e, kind)]
-
-
 def _zero_dims(client: Any) -> None:
     x, out = floats(client, range(8)), floats(client, [0] * 8)
     for count in [(0, 1, 1), (4, 0, 1), (1, 1, 1), (2, 1, 1)]:
@@ -71,8 +67,7 @@ register(CountExercise(
     "scale.launch(client, CubeCount.Static(1), CubeDim.new_1d(8), x, out, 4.0)\n"
     "scale.launch(client, CubeCount.Static(2), CubeDim.new_1d(4), x, out, 5.0)",
     launches=[_dry_then_real],
-    count=lambda r: len(_of(r, ev.LaunchDispatched)),
-    what="dispatches",
+    count=RunReport.dispatched, what="dispatches",
     explanation="Only the two launches after the guard run. The dry run compiled both "
     "KernelIds (cube dims 8 and 4 are two keys), so those two are cache hits.",
 ))
@@ -146,8 +141,7 @@ register(CountExercise(
     "    launch()                                       # main thread\n"
     "    t = threading.Thread(target=worker); t.start(); t.join()",
     launches=[_real_run_elsewhere],
-    count=lambda r: len(_of(r, ev.LaunchDispatched)),
-    what="dispatches",
+    count=RunReport.dispatched, what="dispatches",
     explanation="The worker's two launches execute; the main thread's and the helper's are "
     "skipped — the helper never entered a RealRun, even though the worker that started it had.",
 ))

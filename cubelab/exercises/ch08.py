@@ -22,10 +22,6 @@ from cubelab.prelude import *  # noqa: F403
 from cubelab.runtime import events as ev
 
 
-def _of(report: RunReport, kind: type) -> list[Any]:
-    return [e for e in report.events if isinstance(e, kind)]
-
-
 def _max_tasks(client: Any) -> None:
     y = floats(client, [0] * 8)
     old = client.max_tasks
@@ -55,7 +51,7 @@ register(CountExercise(
     "        inc.launch(client, one, eight, y)\n"
     "client.read_one(y)",
     launches=[_max_tasks],
-    count=lambda r: sum(1 for e in _of(r, ev.Flushed) if e.why == "max_tasks"),
+    count=lambda r: sum(1 for e in r.of(ev.Flushed) if e.why == "max_tasks"),
     what="max_tasks flushes",
     explanation="Two: after the 4th and the 8th launch, 4 dispatches each. The last two leave "
     "with the idle flush (or the read) — so when a stream executes is not decided by `sync` "
@@ -264,8 +260,7 @@ register(CountExercise(
     "        launch()          # 4\n"
     "    launch()              # 5",
     launches=[_nested],
-    count=lambda r: len(_of(r, ev.LaunchDispatched)),
-    what="dispatches",
+    count=RunReport.dispatched, what="dispatches",
     explanation="Launches 2, 3 and 4 run: inside the RealRun the thread executes whatever "
     "the dry-run depth is. 1 and 5 are skipped.",
 ))

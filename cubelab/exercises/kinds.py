@@ -55,6 +55,14 @@ class RunReport:
     issued: list[Any] = field(default_factory=list)  # the KernelId of every launch issued
     events: list[Any] = field(default_factory=list)  # everything the bus published
 
+    def of(self, kind: type) -> list[Any]:
+        """The published events of one kind, in order."""
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def dispatched(self) -> int:
+        """How many launches were dispatched (ran on the device): a CountExercise's `count`."""
+        return len(self.of(ev.LaunchDispatched))
+
 
 def record_run(client: Any, launches: Sequence[Launch], clear_cache: bool = True) -> RunReport:
     """Run `launches` (each `f(client) -> output`) and report what the events say.
@@ -257,16 +265,47 @@ class KernelIdDiffExercise(Exercise):
                            "difference.", hint.strip(), expected=expected)
 
 
+# -- which names: the answer is a set of names, the runtime's own answer is `run(client)` -------
+
+class _WhichNames:
+    """The one check of the "which of these ..." kinds below: the student names a set, `run`
+    says which names the runtime picked (and why); right when the two sets are equal."""
+
+    name_example = ""  # how to answer, said when the answer is not a list of names
+    not_what = ""  # ending of "<names> is not ..." for a wrong set
+
+    def run(self, client: Any) -> tuple[set[str], dict[str, str]]:
+        raise NotImplementedError
+
+    def parse(self, text: str) -> Any:
+        return text
+
+    def _check(self, answer: Any, client: Any) -> Result:
+        ex: Any = self  # an Exercise: `_right`, `_wrong` and `explanation` come from it
+        names = names_of(answer)
+        if names is None:
+            return ex._wrong(answer, self.name_example)
+        found, why = self.run(client)
+        if names == found:
+            details = "\n".join(f"{n}: {w}" for n, w in sorted(why.items()))
+            return ex._right(answer, f"{', '.join(sorted(found)) or 'none'}. "
+                             f"{ex.explanation}".strip(), expected=found, details=details)
+        return ex._wrong(answer, f"{', '.join(sorted(names)) or 'none'} is not {self.not_what}",
+                         expected=found)
+
+
 # -- which buffers end failed ---------------------------------------------------------------------
 
 @dataclass
-class FailedBuffersExercise(Exercise):
+class FailedBuffersExercise(_WhichNames, Exercise):
     """"Which buffers end failed?" `program(client)` launches and returns its buffers by name;
     the runtime's own answer is `client.check([h])` on each."""
 
     code: str = ""
     program: Callable[[Any], dict[str, Any]] = lambda c: {}
     explanation: str = ""
+    name_example = "answer with buffer names, e.g. \"b, c\", or \"none\""
+    not_what = "what the runtime reports."
 
     def run(self, client: Any) -> tuple[set[str], dict[str, str]]:
         from cubelab.errors import BufferFailure
@@ -281,26 +320,11 @@ class FailedBuffersExercise(Exercise):
                 why[name] = str(exc).splitlines()[0]
         return failed, why
 
-    def parse(self, text: str) -> Any:
-        return text
-
-    def _check(self, answer: Any, client: Any) -> Result:
-        names = names_of(answer)
-        if names is None:
-            return self._wrong(answer, "answer with buffer names, e.g. \"b, c\", or \"none\"")
-        failed, why = self.run(client)
-        if names == failed:
-            details = "\n".join(f"{n}: {w}" for n, w in sorted(why.items()))
-            return self._right(answer, f"{', '.join(sorted(failed)) or 'none'}. "
-                               f"{self.explanation}".strip(), expected=failed, details=details)
-        return self._wrong(answer, f"{', '.join(sorted(names)) or 'none'} is not what the "
-                           "runtime reports.", expected=failed)
-
 
 # -- which calls raise ----------------------------------------------------------------------------
 
 @dataclass
-class CallsExercise(Exercise):
+class CallsExercise(_WhichNames, Exercise):
     """"Which of these calls raise?" `calls(client)` sets the scene and returns {name: call};
     the runtime's answer is which calls raise `error` when made, in order."""
 
@@ -308,6 +332,8 @@ class CallsExercise(Exercise):
     calls: Callable[[Any], dict[str, Callable[[], Any]]] = lambda c: {}
     error: type[BaseException] = Exception
     explanation: str = ""
+    name_example = "answer with call names, e.g. \"check, read_one\", or \"none\""
+    not_what = "what raised."
 
     def run(self, client: Any) -> tuple[set[str], dict[str, str]]:
         raised, why = set(), {}
@@ -318,22 +344,6 @@ class CallsExercise(Exercise):
                 raised.add(name)
                 why[name] = str(exc).splitlines()[0]
         return raised, why
-
-    def parse(self, text: str) -> Any:
-        return text
-
-    def _check(self, answer: Any, client: Any) -> Result:
-        names = names_of(answer)
-        if names is None:
-            return self._wrong(answer, "answer with call names, e.g. \"check, read_one\", or "
-                               "\"none\"")
-        raised, why = self.run(client)
-        if names == raised:
-            details = "\n".join(f"{n}: {w}" for n, w in sorted(why.items()))
-            return self._right(answer, f"{', '.join(sorted(raised)) or 'none'}. "
-                               f"{self.explanation}".strip(), expected=raised, details=details)
-        return self._wrong(answer, f"{', '.join(sorted(names)) or 'none'} is not what "
-                           "raised.", expected=raised)
 
 
 # -- fix a kernel / write a kernel to a spec ------------------------------------------------------
