@@ -216,8 +216,7 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
     global and shared access of the chosen `cubes` (linear CUBE_POS values or (x, y, z) tuples;
     None: every cube, at most `MAX_CUBES`), and (`nonfinite`) every op that made inf or NaN
     from finite operands (`.nonfinite`)."""
-    from cubelab.inspect.trace import _copy_to_cpu, same_options
-    from cubelab.runtime.cpu import cpu_server
+    from cubelab.inspect.trace import run_recorded
 
     if getattr(cube_count, "handle", None) is not None:
         raise CubeError("access_map needs a static cube count (CubeCount.Static)")
@@ -235,23 +234,8 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
         if not chosen:
             raise ValueError("access_map(..., cubes=[...]) needs at least one cube")
         chosen = sorted(set(chosen))
-    copied = False
-    source = client
-    if client.name() != "cpu<numpy>":
-        client, args = _copy_to_cpu(client, args)
-        copied = True
-    server = cpu_server(client, "access_map")
-    runner = client.device.runner
-    with same_options(source, client):
-        runner.call(server.begin_record, frozenset(chosen), limit, nonfinite)
-        try:
-            launcher(client, cube_count, cube_dim, *args)
-        finally:
-            result = runner.call(server.end_record)
-    if result is None:
-        raise CubeError(
-            "the recorded launch did not run (it failed to compile, was gated, skipped, or is a "
-            "dry run); read one of its output buffers to see why")
+    result, client, args, copied = run_recorded(client, launcher, cube_count, cube_dim, args,
+                                                "record", (frozenset(chosen), limit, nonfinite))
     log, report, definition = result
     per = cube_dim.num_units
     units = [c * per + u for c in chosen for u in range(per)]

@@ -155,26 +155,11 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
     for u in units:
         if not 0 <= int(u) < total:
             raise ValueError(f"unit {u} is not part of this launch ({total} units: 0..{total - 1})")
-    copied = False
-    source = client
-    if client.name() != "cpu<numpy>":
-        client, args = _copy_to_cpu(client, args)
-        copied = True
-    server = cpu_server(client, "trace")
     units_t = tuple(int(u) for u in units)
     if not units_t:
         raise ValueError("trace(..., units=[...]) needs at least one unit")
-    runner = client.device.runner
-    with same_options(source, client):
-        runner.call(server.begin_trace, units_t, limit)
-        try:
-            launcher(client, cube_count, cube_dim, *args)
-        finally:
-            result = runner.call(server.end_trace)
-    if result is None:
-        raise CubeError(
-            "the traced launch did not run (it failed to compile, was gated, skipped, or is a "
-            "dry run); read one of its output buffers to see why")
+    result, client, args, copied = run_recorded(client, launcher, cube_count, cube_dim, args,
+                                                "trace", (units_t, limit))
     tracer, report, definition = result
     t = Trace(definition.name, units_t, tracer.steps, print_kernel(definition),
               list(definition.source_lines), definition.first_line, report, tracer.truncated,
@@ -195,6 +180,35 @@ def _failure_of(client: Any, args: tuple[Any, ...]) -> BaseException | None:
     except BufferFailure as exc:
         return exc.cause
     return None
+
+
+def run_recorded(client: Any, launcher: Any, cube_count: Any, cube_dim: Any,
+                 args: tuple[Any, ...], recorder: str,
+                 start: tuple[Any, ...]) -> tuple[Any, Any, tuple[Any, ...], bool]:
+    """Run one launch on the CPU runtime with its server's `recorder` on ("trace": `begin_trace`
+    / `end_trace`, "record": `begin_record` / `end_record`, each called on the device thread).
+
+    A launch issued on another runtime is re-run on CPU copies of its buffers, compiled with the
+    issuing client's options. Returns (what `end_<recorder>` gave, the CPU client, the arguments
+    it ran with, whether the buffers were copied); raises when the launch did not run."""
+    copied = False
+    source = client
+    if client.name() != "cpu<numpy>":
+        client, args = _copy_to_cpu(client, args)
+        copied = True
+    server = cpu_server(client, "trace" if recorder == "trace" else "access_map")
+    runner = client.device.runner
+    with same_options(source, client):
+        runner.call(getattr(server, f"begin_{recorder}"), *start)
+        try:
+            launcher(client, cube_count, cube_dim, *args)
+        finally:
+            result = runner.call(getattr(server, f"end_{recorder}"))
+    if result is None:
+        raise CubeError(
+            f"the {recorder.rstrip('e')}ed launch did not run (it failed to compile, was gated, "
+            "skipped, or is a dry run); read one of its output buffers to see why")
+    return result, client, args, copied
 
 
 @contextmanager
