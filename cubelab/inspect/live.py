@@ -271,17 +271,8 @@ class BufferState:
     history: list[BufferHistory] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class OobRow:
-    kernel: str
-    buffer: str
-    index: int
-    length: int
-    unit: tuple[int, int, int]
-    cube: tuple[int, int, int]
-    write: bool
-    loc: str
-    launch_seq: int
+# An out-of-bounds row is the event itself (its fields are the row's): one home for the fields.
+OobRow = ev.OobReported
 
 
 @dataclass(frozen=True)
@@ -399,8 +390,7 @@ class BufferStates(Ledger):
             self._buffers.pop(e.handle_id, None)
         elif isinstance(e, ev.OobReported):
             if len(self._oob) < self.max_oob:
-                self._oob.append(OobRow(e.kernel, e.buffer, e.index, e.length, e.unit, e.cube,
-                                        e.write, e.loc, e.launch_seq))
+                self._oob.append(e)
 
     def _reset(self) -> None:
         self._buffers.clear()
