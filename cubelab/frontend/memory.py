@@ -84,7 +84,8 @@ def new_array(s: Scope, kind: ArrayKind, args: Sequence[Any]) -> ArrayRef:
     if kind.shared:
         size = n * item.size
         # One array over WebGPU's default limit is refused here, at its line; the total of all
-        # arrays against the device's own limit is the runtime's check (Server.check_shared_memory)
+        # arrays against the device's own limit is checked when the kernel is compiled
+        # (`compiler.pipeline.check_definition`)
         if size > MAX_SHARED_BYTES:
             raise error(s, f"{what}({n}) needs {size} bytes of shared memory; a cube has "
                             f"{MAX_SHARED_BYTES}", "use a smaller tile")

@@ -119,19 +119,8 @@ def oob_mode(client: Any, mode: str | None) -> Iterator[LaunchResults]:
 
     `mode=None` keeps the client's mode and only collects reports.
     """
-    server = cpu_server(client, "oob_mode")
-    runner = client.device.runner
-    result = LaunchResults()
-    runner.call(server.push_scope, mode, result.launches)
-    try:
+    with _reports(client, "oob_mode", Instruments(), mode) as result:
         yield result
-    finally:
-        runner.call(server.pop_scope)
-        # debug_print lines of the block, printed here, on the calling thread: in a notebook
-        # they land in the cell that made the launches
-        for report in result.launches:
-            if report.prints:
-                print("\n".join(print_lines(report)))
 
 
 def launch_results(client: Any) -> Any:
@@ -140,15 +129,19 @@ def launch_results(client: Any) -> Any:
 
 
 @contextmanager
-def _reports(client: Any, what: str, instruments: Instruments) -> Iterator[LaunchResults]:
+def _reports(client: Any, what: str, instruments: Instruments,
+             mode: str | None = None) -> Iterator[LaunchResults]:
+    """The one report scope: launches of the block carry `instruments` (and `mode`, if given)."""
     server = cpu_server(client, what)
     runner = client.device.runner
     result = LaunchResults()
-    runner.call(server.push_scope, None, result.launches, instruments)
+    runner.call(server.push_scope, mode, result.launches, instruments)
     try:
         yield result
     finally:
         runner.call(server.pop_scope)
+        # debug_print lines of the block, printed here, on the calling thread: in a notebook
+        # they land in the cell that made the launches
         for report in result.launches:
             if report.prints:
                 print("\n".join(print_lines(report)))

@@ -71,8 +71,8 @@ MEMO_MIN_LANES = 4096  # below it, memoizing costs more than it saves (measured:
 class Plan:
     """An executable form of one KernelDefinition (one KernelId).
 
-    The shared-memory limit is not checked here: the server refuses a kernel over its own
-    device's limit before it builds a plan (`Server.check_shared_memory`).
+    The shared-memory limit is not checked here: the compile pipeline refuses a kernel over its
+    server's own device limit before a plan is built (`compiler.pipeline.check_definition`).
     """
 
     def __init__(self, definition: KernelDefinition, traced: bool = False,
