@@ -37,6 +37,10 @@ Backend hooks (keep them stable; `runtime/cpu/` implements the same set):
 default: nothing to send), `write_bytes(handle, data)`,
 `resolve_dynamic_count(handle)` (default: drain and read the 12 bytes on the host; return None
 to dispatch indirectly instead), `take_async_errors()` (errors the driver reported on the side).
+
+Size: ~680 lines, over the project's ~600, on purpose: it is the seed's second hop written once
+for every backend, and its steps share one lock-free device-thread state (cache, ledger, streams,
+pool); split, each half would reach into the other's state.
 """
 
 from __future__ import annotations
