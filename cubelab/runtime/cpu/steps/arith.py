@@ -29,9 +29,8 @@ _NP_BIN = {"arith.add": np.add, "arith.sub": np.subtract, "arith.mul": np.multip
            "arith.or": np.logical_or}
 
 
-@builder(*_NP_BIN)
-def _b_bin(plan: Plan, op: Op, depth: int) -> Step:
-    f = _NP_BIN[op.name]
+def _binary(op: Op, f: Callable[[Any, Any], Any]) -> Step:
+    """The one step of an elementwise binary op: `result = f(lhs, rhs)` over the lanes."""
     a, b = (o.id for o in op.operands)
     r = op.result.id
 
@@ -40,6 +39,12 @@ def _b_bin(plan: Plan, op: Op, depth: int) -> Step:
         env[r] = f(env[a], env[b])
 
     return step
+
+
+@builder(*_NP_BIN)
+def _b_bin(plan: Plan, op: Op, depth: int) -> Step:
+    f = _NP_BIN[op.name]
+    return _binary(op, f)
 
 
 @builder("arith.min", "arith.max")
@@ -47,21 +52,12 @@ def _b_minmax(plan: Plan, op: Op, depth: int) -> Step:
     fl = ty_of(op.result).elem is Elem.F32
     f = {("arith.min", True): np.fmin, ("arith.max", True): np.fmax,
          ("arith.min", False): np.minimum, ("arith.max", False): np.maximum}[(op.name, fl)]
-    a, b = (o.id for o in op.operands)
-    r = op.result.id
-
-    def step(ctx: Ctx, mask: Any) -> None:
-        env = ctx.env
-        env[r] = f(env[a], env[b])
-
-    return step
+    return _binary(op, f)
 
 
 @builder("arith.div", "arith.rem")
 def _b_divrem(plan: Plan, op: Op, depth: int) -> Step:
     elem = ty_of(op.result).elem
-    a, b = (o.id for o in op.operands)
-    r = op.result.id
     if elem is Elem.F32:
         f: Callable[[Any, Any], Any] = np.divide if op.name == "arith.div" else np.fmod
     else:
@@ -70,11 +66,7 @@ def _b_divrem(plan: Plan, op: Op, depth: int) -> Step:
         def f(x: Any, y: Any) -> Any:
             return g(x, y, elem)
 
-    def step(ctx: Ctx, mask: Any) -> None:
-        env = ctx.env
-        env[r] = f(env[a], env[b])
-
-    return step
+    return _binary(op, f)
 
 
 @builder("arith.shl", "arith.shr")
@@ -98,14 +90,7 @@ _PRED = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_
 @builder("arith.cmp")
 def _b_cmp(plan: Plan, op: Op, depth: int) -> Step:
     f = _PRED[op.attrs["pred"]]
-    a, b = (o.id for o in op.operands)
-    r = op.result.id
-
-    def step(ctx: Ctx, mask: Any) -> None:
-        env = ctx.env
-        env[r] = f(env[a], env[b])
-
-    return step
+    return _binary(op, f)
 
 
 _NP_UN = {"arith.not": np.logical_not, "arith.neg": np.negative, "arith.bitnot": np.invert}
