@@ -10,18 +10,11 @@ import numpy as np
 
 from cubelab.exercises import register
 from cubelab.exercises.kinds import CountExercise, KernelExercise, ValueExercise
+from cubelab.exercises.seed000 import saxpy
 from cubelab.prelude import *  # noqa: F403
 from cubelab.runtime import events as ev
 
 F = Float.generic("F")  # noqa: F405
-N = Size.generic("N")  # noqa: F405
-
-
-@cube(launch=True)  # noqa: F405
-def saxpy(a: f32, x: Slice[Vector[F, N]], y: SliceMut[Vector[F, N]]):  # noqa: F405
-    """y = a * x + y, one vector of N floats per unit."""
-    if ABSOLUTE_POS < x.len():  # noqa: F405
-        y[ABSOLUTE_POS] = Vector.new(F.cast_from(a)) * x[ABSOLUTE_POS] + y[ABSOLUTE_POS]  # noqa
 
 
 @cube(launch=True)  # noqa: F405
