@@ -19,8 +19,6 @@ from cubelab.exercises.kinds import CountExercise, KernelExercise, KernelIdDiffE
 from cubelab.exercises.seed000 import add  # seed 000's `add`: no bounds guard of its own
 from cubelab.prelude import *  # noqa: F403
 
-
-
 X6 = np.array([1, 2, 3, 4, 5, 6], dtype=np.float32)
 Y6 = np.array([10, 20, 30, 40, 50, 60], dtype=np.float32)
 
