@@ -19,7 +19,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
-from typing import Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from cubelab.inspect.instances import diff
 from cubelab.runtime import events as ev
@@ -133,6 +133,14 @@ class KernelIdStats:
         return self.kernel_id.short()
 
 
+def _find(rows: Iterable[Any], key: str, value: Any) -> Any:
+    """The row whose `key` field is `value` (a snapshot's lookup); KeyError if none is."""
+    for row in rows:
+        if getattr(row, key) == value:
+            return row
+    raise KeyError(value)
+
+
 @dataclass(frozen=True)
 class CacheSnapshot:
     rows: tuple[KernelIdStats, ...]
@@ -142,10 +150,7 @@ class CacheSnapshot:
     cleared: tuple[str, ...]
 
     def row(self, kernel_id: KernelId) -> KernelIdStats:
-        for r in self.rows:
-            if r.kernel_id == kernel_id:
-                return r
-        raise KeyError(kernel_id)
+        return _find(self.rows, "kernel_id", kernel_id)
 
 
 def nearest_earlier(kid: KernelId, earlier: list[KernelId]) -> tuple[KernelId | None, list[str]]:
@@ -281,10 +286,7 @@ class BuffersSnapshot:
     oob: tuple[OobRow, ...]
 
     def get(self, handle_id: int) -> BufferState:
-        for b in self.buffers:
-            if b.handle_id == handle_id:
-                return b
-        raise KeyError(handle_id)
+        return _find(self.buffers, "handle_id", handle_id)
 
     def counts(self) -> dict[str, int]:
         out = {s: 0 for s in BUFFER_STATES}

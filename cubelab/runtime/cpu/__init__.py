@@ -65,25 +65,29 @@ class LaunchResults:
 
     launches: list[LaunchReport] = field(default_factory=list)
 
+    def _all(self, report_field: str) -> list[Any]:
+        """One field of every launch's report, in launch order (an absent list counts as empty)."""
+        return [x for r in self.launches for x in (getattr(r, report_field) or [])]
+
     @property
     def oob(self) -> list[OobAccess]:
-        return [a for r in self.launches for a in r.oob]
+        return self._all("oob")
 
     @property
     def prints(self) -> list[str]:
-        return [line for r in self.launches for line in r.prints]
+        return self._all("prints")
 
     @property
     def races(self) -> list[Race]:
-        return [x for r in self.launches for x in (r.races or [])]
+        return self._all("races")
 
     @property
     def uninitialised(self) -> list[Access]:
-        return [x for r in self.launches for x in r.uninitialised]
+        return self._all("uninitialised")
 
     @property
     def nonfinite(self) -> list[NonFinite]:
-        return [x for r in self.launches for x in (r.nonfinite or [])]
+        return self._all("nonfinite")
 
     def __str__(self) -> str:
         lines = [str(a) for a in self.oob]
