@@ -23,6 +23,13 @@ if TYPE_CHECKING:
     from cubelab.runtime.cpu.plan import Plan
 
 
+def _target(ctx: Ctx, op: Op, p: Ptr) -> tuple[np.ndarray, np.ndarray]:
+    """An atomic's target: its out-of-bounds lanes reported (report mode), then `_flat_addr`."""
+    if p.report is not None:
+        report_oob(ctx, op, p, True)
+    return _flat_addr(ctx, p)
+
+
 def _flat_addr(ctx: Ctx, p: Ptr) -> tuple[np.ndarray, np.ndarray]:
     """(flattened store, address per lane) of an atomic pointer."""
     mem = p.mem
@@ -107,9 +114,7 @@ def _b_rmw(plan: Plan, op: Op, depth: int) -> Step:
 
     def step(ctx: Ctx, mask: Any) -> None:
         p = ctx.env[a]
-        if p.report is not None:
-            report_oob(ctx, op, p, True)
-        flat, addr = _flat_addr(ctx, p)
+        flat, addr = _target(ctx, op, p)
         vals = full(ctx.env[b], ctx.n).astype(dt, copy=False)
         sel = _active(ctx, p, mask)
         if sel is not None:
@@ -135,9 +140,7 @@ def _b_cas(plan: Plan, op: Op, depth: int) -> Step:
 
     def step(ctx: Ctx, mask: Any) -> None:
         p = ctx.env[a]
-        if p.report is not None:
-            report_oob(ctx, op, p, True)
-        flat, addr = _flat_addr(ctx, p)
+        flat, addr = _target(ctx, op, p)
         exp = full(ctx.env[e], ctx.n).astype(dt, copy=False)
         new = full(ctx.env[nv], ctx.n).astype(dt, copy=False)
         sel = _active(ctx, p, mask)
