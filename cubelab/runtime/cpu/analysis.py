@@ -19,6 +19,8 @@ lane-equal is a silently wrong kernel. When in doubt, an op is not pure and a va
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from cubelab.ir import analysis as ir_analysis
 from cubelab.ir.analysis import Effect
 from cubelab.ir.core import Block, KernelDefinition, Op, Value
@@ -146,18 +148,24 @@ def liveness(definition: KernelDefinition, lane_ids: set[int],
 
 
 # -- launch-uniform values ----------------------------------------------------------------------
+def _value_ops(definition: KernelDefinition, needed: set[int] | None) -> Iterator[tuple[Op, int]]:
+    """(op, result id) of each region-free op with one typed result that `needed` keeps (None:
+    every one), in program order: the candidates of both value analyses below."""
+    for op in definition.walk():
+        if len(op.results) != 1 or op.regions or not isinstance(op.results[0].type, Ty):
+            continue
+        r = op.results[0].id
+        if needed is None or r in needed:
+            yield op, r
+
+
 def uniform_ops(definition: KernelDefinition, needed: set[int] | None,
                 lane_ids: set[int]) -> list[Op]:
     """The ops whose one result is the same for every unit of a launch, in program order."""
     buffer_ids = {b.value.id for b in definition.buffers}
     uniform: set[int] = set()
     out: list[Op] = []
-    for op in definition.walk():
-        if len(op.results) != 1 or op.regions or not isinstance(op.results[0].type, Ty):
-            continue
-        r = op.results[0].id
-        if needed is not None and r not in needed:
-            continue
+    for op, r in _value_ops(definition, needed):
         name = op.name
         if name in ("arith.constant", "info.scalar", "buffer.len", "tensor.rank") or (
                 name == "builtin.read" and (op.attrs.get("name", "").startswith(
@@ -182,12 +190,7 @@ def unit_only_ops(definition: KernelDefinition, needed: set[int] | None,
     chunk of a launch (`UNIT_POS < s`, `ty * tile + j`) and the plan memoizes it per chunk
     shape (`Plan._unit_memo`). Only a candidate set: the run-time check decides."""
     unit: set[int] = set()
-    for op in definition.walk():
-        if len(op.results) != 1 or op.regions or not isinstance(op.results[0].type, Ty):
-            continue
-        r = op.results[0].id
-        if needed is not None and r not in needed:
-            continue
+    for op, r in _value_ops(definition, needed):
         name = op.name
         if name == "builtin.read":
             if op.attrs.get("name", "").startswith("local_invocation_"):
