@@ -18,25 +18,8 @@ from cubelab.ir.core import MATH_UNARY_FNS
 from cubelab.prelude import *  # noqa: F403
 from cubelab.runtime.cpu import semantics
 
-D = CubeDim.new_1d(64)
-
-
-def up(client, arr):
-    arr = np.ascontiguousarray(arr)
-    kind = {np.dtype(np.float32): f32, np.dtype(np.uint32): u32, np.dtype(np.int32): i32}[arr.dtype]
-    return BufferArg.from_raw_parts(client.create_from_slice(kind.as_bytes(arr)), arr.size)
-
-
-def zeros(client, n, kind=f32):
-    return up(client, np.zeros(n, kind.dtype))
-
-
-def read(client, b, kind=f32):
-    return kind.from_bytes(client.read_one(b.handle))[: b.length]
-
-
-def cubes(n):
-    return CubeCount.Static(max(1, -(-n // 64)))
+# the helpers every language test uses: one home, in test_language_semantics
+from tests.test_language_semantics import D, cubes, read, up, zeros  # noqa: E402,F401
 
 
 def test_every_math_function_of_the_ir_has_a_cpu_implementation():
