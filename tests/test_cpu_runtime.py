@@ -165,41 +165,38 @@ def test_cubelab_device_naming_an_unavailable_runtime_raises_instead_of_falling_
             device_mod._devices["wgpu"] = saved
 
 
-def test_a_runaway_loop_is_stopped_with_a_clear_error(cpu_client):
-    from cubelab.runtime.cpu import KernelRuntimeError
+def _spin_with_a_cap_of_1000(cpu_client, checked: bool) -> BufferFailure:
+    """Launch the never-ending `spin` with the CPU runtime's loop cap at 1000; the read's failure."""
     from tests.fixtures.cpu_kernels import spin
 
-    # unchecked: no loop guard, the CPU runtime's own cap stops it
     server = cpu_client.device.server
     out = cpu_client.empty(16)
+    launch = spin.launch if checked else spin.launch_unchecked
     saved, server.max_loop_iterations = server.max_loop_iterations, 1000
     try:
-        spin.launch_unchecked(cpu_client, CubeCount.Static(1), CubeDim.new_1d(4),
-                              BufferArg.from_raw_parts(out, 4))
+        launch(cpu_client, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(out, 4))
         with pytest.raises(BufferFailure) as info:
             cpu_client.read_one(out)
     finally:
         server.max_loop_iterations = saved
-    assert isinstance(info.value.cause, KernelRuntimeError)
-    assert "ran more than 1000 iterations" in str(info.value)
-    assert "looks infinite" in str(info.value)
+    return info.value
+
+
+def test_a_runaway_loop_is_stopped_with_a_clear_error(cpu_client):
+    from cubelab.runtime.cpu import KernelRuntimeError
+
+    # unchecked: no loop guard, the CPU runtime's own cap stops it
+    failure = _spin_with_a_cap_of_1000(cpu_client, checked=False)
+    assert isinstance(failure.cause, KernelRuntimeError)
+    assert "ran more than 1000 iterations" in str(failure)
+    assert "looks infinite" in str(failure)
 
 
 def test_a_checked_launch_stops_a_runaway_loop_with_the_loop_guard(cpu_client):
     from cubelab.errors import LoopGuardError
-    from tests.fixtures.cpu_kernels import spin
 
-    server = cpu_client.device.server
-    out = cpu_client.empty(16)
-    saved, server.max_loop_iterations = server.max_loop_iterations, 1000
-    try:
-        spin.launch(cpu_client, CubeCount.Static(1), CubeDim.new_1d(4),
-                    BufferArg.from_raw_parts(out, 4))
-        with pytest.raises(BufferFailure) as info:
-            cpu_client.read_one(out)
-    finally:
-        server.max_loop_iterations = saved
-    assert isinstance(info.value.cause, LoopGuardError)
-    assert "ran more than 1000 iterations" in str(info.value)
-    assert "looks infinite" in str(info.value)
-    assert "the CPU runtime stops one loop after 1000 iterations" in str(info.value)
+    failure = _spin_with_a_cap_of_1000(cpu_client, checked=True)
+    assert isinstance(failure.cause, LoopGuardError)
+    assert "ran more than 1000 iterations" in str(failure)
+    assert "looks infinite" in str(failure)
+    assert "the CPU runtime stops one loop after 1000 iterations" in str(failure)
