@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from cubelab import BufferArg, CubeCount, CubeDim
-from cubelab.prelude import ABSOLUTE_POS, Slice, SliceMut, cube, debug_print, f32, i32, u32
+from cubelab.exercises.ch05 import checked_io
+from cubelab.prelude import (ABSOLUTE_POS, Atomic, Slice, SliceMut, cube, debug_print, f32, i32,
+                             u32)
 
 ONE = CubeCount.Static(1)
 
@@ -74,6 +76,38 @@ def test_a_literal_zero_float_divisor_gives_the_ieee_result_on_both_runtimes(cli
     inf, nan = np.inf, np.nan
     np.testing.assert_array_equal(read(client, f32, out), [inf, -inf, nan, inf, nan])
     np.testing.assert_array_equal(read(client, f32, derived), [inf, -inf, nan, inf, nan])
+
+
+# -- item 12: a zero-length view under the clamping rule -----------------------------------------
+@cube(launch=True)
+def touch_views(x: Slice[f32], out: SliceMut[f32], empty_out: SliceMut[f32],
+                count: SliceMut[Atomic[u32]]):
+    i = ABSOLUTE_POS
+    out[i] = x[i] + f32(1.0)
+    empty_out[i] = f32(5.0)
+    count[i].fetch_add(u32(1))
+
+
+def test_a_zero_length_view_is_never_touched_under_the_clamping_rule(client):  # type: ignore[no-untyped-def]
+    # `min(i, len - 1)` wraps to 2^32 - 1 when len is 0: without a guard wgpu wrote items 0..3 of
+    # the handle behind an empty view. Each empty view here is the start of an 8-item handle.
+    x = client.create_from_slice(f32.as_bytes(np.arange(8, dtype=np.float32)))
+    out = up(client, f32, [7] * 4)
+    empty = client.create_from_slice(f32.as_bytes(np.full(8, 7, np.float32)))
+    count = client.create_from_slice(u32.as_bytes(np.full(8, 9, np.uint32)))
+    with checked_io(client, "fixed"):
+        touch_views.launch(client, ONE, CubeDim.new_1d(4), BufferArg.from_raw_parts(x, 0), out,
+                           BufferArg.from_raw_parts(empty, 0), BufferArg.from_raw_parts(count, 0))
+    np.testing.assert_array_equal(read(client, f32, out), [1, 1, 1, 1])  # reads of x gave 0
+    np.testing.assert_array_equal(f32.from_bytes(client.read_one(empty)), [7] * 8)
+    np.testing.assert_array_equal(u32.from_bytes(client.read_one(count)), [9] * 8)
+    # a non-empty view is still clamped to its last item
+    with checked_io(client, "fixed"):
+        touch_views.launch(client, ONE, CubeDim.new_1d(4), BufferArg.from_raw_parts(x, 2), out,
+                           BufferArg.from_raw_parts(empty, 1), BufferArg.from_raw_parts(count, 3))
+    np.testing.assert_array_equal(read(client, f32, out), [1, 2, 2, 2])
+    np.testing.assert_array_equal(f32.from_bytes(client.read_one(empty)), [5] + [7] * 7)
+    np.testing.assert_array_equal(u32.from_bytes(client.read_one(count)), [10, 10, 11] + [9] * 5)
 
 
 # -- item 16: a range whose comptime bounds wrap its u32 counter ---------------------------------

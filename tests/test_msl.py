@@ -229,7 +229,9 @@ def test_saxpy_vector_arithmetic_is_written_per_component_with_the_scalar_broadc
     muls = [ln for ln in got if re.fullmatch(rf"float const v\d+ = {a} \* v\d+;", ln)]
     adds = [ln for ln in got if re.fullmatch(r"float const v\d+ = v\d+ \+ v\d+;", ln)]
     assert len(muls) == 4 and len(adds) == 4
-    assert sum(1 for ln in got if ln.startswith("float_4 const ")) == 3  # x load, y load, result
+    # x load, y load, result; under the fixed rule each load is read through the local that its
+    # `len != 0` guard fills, so each appears twice
+    assert sum(1 for ln in got if ln.startswith("float_4 const ")) == 5
 
 
 def test_add_with_relu_contains_max_and_without_relu_does_not():
@@ -238,10 +240,12 @@ def test_add_with_relu_contains_max_and_without_relu_does_not():
 
 
 def _strip_clamps(src: str) -> str:
-    """Remove the fixed CheckedIo's `min(index, len - 1)` lines and index with the raw index."""
+    """Remove the fixed CheckedIo's `min(index, len - 1)` lines and its `if (len != 0)` guard
+    around each access (a read goes through a zero-initialised local), and index with the raw
+    index."""
     lines = src.splitlines()
     defs = {m.group(1): m.group(2) for ln in lines
-            if (m := re.fullmatch(r"uint32_t const (v\d+) = (.*);", ln))}
+            if (m := re.fullmatch(r"(?:uint32_t|bool) const (v\d+) = (.*);", ln))}
     clamp = {}
     for name, expr in defs.items():
         m = re.fullmatch(r"min\((v\d+), (v\d+)\)", expr)
@@ -249,12 +253,33 @@ def _strip_clamps(src: str) -> str:
             last, one = re.fullmatch(r"(v\d+) - (v\d+)", defs[m.group(2)]).groups()  # type: ignore[union-attr]
             assert defs[one] == "1" and ".static_meta[" in defs[last]
             clamp[name] = (m.group(1), {name, m.group(2), last, one})
-    drop = set().union(*(names for _, names in clamp.values())) if clamp else set()
-    out = []
+    guards = {}
+    for name, expr in defs.items():
+        m = re.fullmatch(r"(v\d+) != (v\d+)", expr)
+        if m and ".static_meta[" in defs.get(m.group(1), "") and defs.get(m.group(2)) == "0":
+            guards[name] = {name, m.group(2)}
+    drop = set().union(*(names for _, names in clamp.values()), *guards.values())
+    out: list[str] = []
+    slots: dict[str, str] = {}  # zero-initialised local -> the guarded read stored in it
+    depth = 0  # inside a guard's `if`
     for ln in lines:
-        m = re.fullmatch(r"uint32_t const (v\d+) = .*;", ln)
+        m = re.fullmatch(r"(?:uint32_t|bool) const (v\d+) = .*;", ln)
         if m and m.group(1) in drop:
             continue
+        if re.fullmatch(r"\w+ l\d+ = \{\};", ln):
+            continue
+        if (m := re.fullmatch(r"if\((v\d+)\) \{", ln)) and m.group(1) in guards:
+            depth += 1
+            continue
+        if depth and ln == "}":
+            depth -= 1
+            continue
+        if depth and (m := re.fullmatch(r"(l\d+) = (v\d+);", ln)):
+            read = out.pop()
+            slots[m.group(1)] = re.fullmatch(rf".* const {m.group(2)} = (.*);", read).group(1)  # type: ignore[union-attr]
+            continue
+        if (m := re.fullmatch(r"(.* const v\d+) = (l\d+);", ln)) and m.group(2) in slots:
+            ln = f"{m.group(1)} = {slots[m.group(2)]};"
         for name, (raw, _) in clamp.items():
             ln = ln.replace(f"[{name}]", f"[{raw}]")
         out.append(ln)
@@ -269,9 +294,10 @@ def _canonical(src: str) -> str:
 
 
 @pytest.mark.parametrize("relu", [False, True])
-def test_checked_and_unchecked_add_differ_only_by_the_min_clamp(relu):
+def test_checked_and_unchecked_add_differ_only_by_the_min_clamp_and_its_empty_view_guard(relu):
     checked, unchecked = msl_of(add_k(relu, True)), msl_of(add_k(relu, False))
     assert checked.count("= min(") == 3 and "min(" not in unchecked
+    assert checked.count("if(") == 3 and "if(" not in unchecked  # one `len != 0` guard per access
     assert _canonical(_strip_clamps(checked)) == _canonical(unchecked)
 
 

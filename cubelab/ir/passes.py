@@ -1,7 +1,9 @@
 """Passes that run between `define()` and codegen, and the manager that records them.
 
 `CheckedIo` is the pass behind `launch` (ExecutionMode.Checked): every index op marked `checked`
-gets its index clamped to `len - 1`, the documented intent of CubeCL's `checked_index`.
+gets its index clamped to `len - 1`, the documented intent of CubeCL's `checked_index`. A
+zero-length view has no item to clamp to, so every access through a clamped pointer also runs
+under `if len != 0` (reads give zero, writes are dropped): such a view is never touched.
 
 Seed 000 found that in CubeCL 0.11.3 the pass never fires on global buffers: it matches index ops
 whose base *is* a runtime array, while a global buffer's value is a *pointer to* a runtime array.
@@ -19,7 +21,7 @@ from typing import Literal, Protocol
 from cubelab.ir.analysis import max_value_id
 from cubelab.ir.core import Block, KernelDefinition, Op, Value
 from cubelab.ir.printer import print_kernel
-from cubelab.ir.types import U32, Pointer, RuntimeArray
+from cubelab.ir.types import BOOL, U32, Pointer, RuntimeArray
 
 CheckedIoRule = Literal["fixed", "cubecl-0.11.3"]
 
@@ -65,27 +67,63 @@ class CheckedIo:
 
     def run(self, kernel: KernelDefinition) -> None:
         ids = _Ids(kernel)
-        self._block(kernel.body, ids)
+        nonempty: dict[int, Value] = {}
+        self._block(kernel.body, ids, nonempty)
+        if nonempty:
+            declared: list[Op] = []
+            self._guard_accesses(kernel.body, ids, nonempty, declared)
+            kernel.body.ops[0:0] = declared
 
-    def _block(self, block: Block, ids: _Ids) -> None:
+    def _block(self, block: Block, ids: _Ids, nonempty: dict[int, Value]) -> None:
         out: list[Op] = []
         for op in block.ops:
             for region in op.regions:
-                self._block(region, ids)
+                self._block(region, ids, nonempty)
             if self.matches(op):
                 base, index = op.operands
                 length = ids.value(U32)
                 one = ids.value(U32)
                 last = ids.value(U32)
                 clamped = ids.value(U32)
+                zero = ids.value(U32)
+                some = ids.value(BOOL)
                 out.append(Op("buffer.len", [base], [length], {}, [], op.loc))
                 out.append(Op("arith.constant", [], [one], {"value": 1}, [], op.loc))
                 out.append(Op("arith.sub", [length, one], [last], {}, [], op.loc))
                 out.append(Op("arith.min", [index, last], [clamped], {}, [], op.loc))
+                out.append(Op("arith.constant", [], [zero], {"value": 0}, [], op.loc))
+                out.append(Op("arith.cmp", [length, zero], [some], {"pred": "ne"}, [], op.loc))
                 op.operands = [base, clamped]
                 op.attrs = {**op.attrs, "checked": False, "clamped": True}
+                nonempty[op.result.id] = some
                 self.rewritten += 1
             out.append(op)
+        block.ops[:] = out
+
+    def _guard_accesses(self, block: Block, ids: _Ids, nonempty: dict[int, Value],
+                        declared: list[Op]) -> None:
+        """A zero-length view has no item `len - 1` to clamp to (`len - 1` wraps to 2^32 - 1):
+        every access through a clamped pointer runs under `if len != 0`, so such a view is never
+        touched — a read gives zero (the value of a fresh local), a write or atomic is dropped."""
+        out: list[Op] = []
+        for op in block.ops:
+            for region in op.regions:
+                self._guard_accesses(region, ids, nonempty, declared)
+            some = nonempty.get(op.operands[0].id) if op.operands else None
+            if some is None or op.name == "memory.index":
+                out.append(op)
+                continue
+            if not op.results:
+                out.append(Op("scf.if", [some], [], {}, [Block([op]), Block()], op.loc))
+                continue
+            (r,) = op.results
+            slot = ids.value(Pointer(r.type, "function"))
+            inner = ids.value(r.type)
+            declared.append(Op("var.declare", [], [slot], {}, [], op.loc))
+            op.results = [inner]
+            store = Op("memory.store", [slot, inner], [], {}, [], op.loc)
+            out.append(Op("scf.if", [some], [], {}, [Block([op, store]), Block()], op.loc))
+            out.append(Op("memory.load", [slot], [r], {}, [], op.loc))
         block.ops[:] = out
 
 
