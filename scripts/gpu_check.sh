@@ -108,7 +108,7 @@ run_suite() {
 run_bench() {
   say "## Benchmarks"
   say ""
-  for b in launch_overhead bandwidth peers cpu_runtime compile_time; do
+  for b in loop_guard launch_overhead bandwidth peers cpu_runtime compile_time; do
     [ -f "benchmarks/$b.py" ] || continue
     local t0=$SECONDS
     timeout -k 10 240 "$PY" "benchmarks/$b.py" >"$LOGS/bench_$b.log" 2>&1
