@@ -4,6 +4,8 @@
 #
 #   bash scripts/gpu_check.sh [suite|bench|all]      (default: all)
 #
+# CUBELAB_GPU_FILES="tests/test_a.py ..." and CUBELAB_GPU_BENCH="peers ..." narrow a run to those
+# test files and benchmarks (device time is scarce).
 # Why it exists: a suite run on the H200 once returned nothing at all within its limit, and the
 # machine then ran nothing until it was given back. A run that cannot end tells nothing, so here
 # every test file runs in its own process under a wall-clock kill, every test under a per-test
@@ -79,7 +81,7 @@ run_suite() {
   local start=$SECONDS total_pass=0 total_fail=0 total_skip=0 hung=""
   # Browser and notebook tests need JupyterLab and a browser, which the GPU image does not carry.
   local files
-  files=$(ls tests/test_*.py tests/zoo/test_*.py 2>/dev/null | grep -v -e test_notebooks -e browser)
+  files=${CUBELAB_GPU_FILES:-$(ls tests/test_*.py tests/zoo/test_*.py 2>/dev/null | grep -v -e test_notebooks -e browser)}
   for f in $files; do
     if (( SECONDS - start > SUITE_BUDGET )); then
       say "| $f | not run (suite budget of ${SUITE_BUDGET}s spent) | | |"
@@ -108,7 +110,7 @@ run_suite() {
 run_bench() {
   say "## Benchmarks"
   say ""
-  for b in loop_guard launch_overhead bandwidth peers cpu_runtime compile_time; do
+  for b in ${CUBELAB_GPU_BENCH:-loop_guard launch_overhead bandwidth peers cpu_runtime compile_time}; do
     [ -f "benchmarks/$b.py" ] || continue
     local t0=$SECONDS
     timeout -k 10 240 "$PY" "benchmarks/$b.py" >"$LOGS/bench_$b.log" 2>&1
