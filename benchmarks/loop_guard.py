@@ -4,7 +4,7 @@ costs a long but finite one.
 Three rows, on the wgpu device (`--cpu` adds the CPU runtime with a smaller `--long`):
 
 - **runaway** — an infinite `while` launched with `launch` (checked) over `--cubes` × 256 units
-  under the default budget (2^30 iterations per unit): the seconds until `read_one` raises, what
+  under the default budget (2^28 iterations per unit): the seconds until `read_one` raises, what
   it raised (a `BufferFailure` whose cause is `LoopGuardError`, naming the loop's line), and
   whether saxpy on the same client is right afterwards.
 - **long finite loop** — one unit runs `--long` (default 10^8) iterations of a u32 LCG; the

@@ -1,7 +1,7 @@
 """The loop guard: no kernel is silently truncated by a driver, and none can hang a GPU.
 
 Checked launches (`launch`) count every unit's loop iterations against a budget
-(`client.set_compilation_options(loop_budget=N)`, default 2^30; `ir/passes.py` LoopGuard) and
+(`client.set_compilation_options(loop_budget=N)`, default 2^28; `ir/passes.py` LoopGuard) and
 check how each loop ended: past the budget, or stopped by the driver (lavapipe ends every loop
 after 65 535 iterations, silently), the launch fails on its written buffers with a
 `LoopGuardError` naming the loop's line — and the client goes on working. Each test runs on
