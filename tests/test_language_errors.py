@@ -123,6 +123,17 @@ CASES = [
     # reported where the literal fixed the type, not where the types meet
     ("a local typed by a bare literal", ["acc = 0", "for j in range(n):", "    acc += n"],
      "expand", "`acc` is i32 from here on", "`acc = u32(...)`", "acc = 0"),
+    # match: patterns are comptime values, `a | b` of them, or `_`
+    ("match capture", ["match n:", "    case k:", "        pass"], "decorate",
+     "a capture pattern", "write `case _:` and use the match subject", "k:"),
+    ("match class pattern", ["match n:", "    case complex(real=1):", "        pass"],
+     "decorate", "a class pattern is not allowed", "`case 1 | 2:`", "complex(real=1)"),
+    ("match sequence pattern", ["match n:", "    case [1, 2]:", "        pass"], "decorate",
+     "a sequence pattern is not allowed", "test anything else with if/elif", "[1, 2]"),
+    ("runtime match on a float", ["match x[i]:", "    case 1:", "        pass"], "expand",
+     "a `match` on a runtime f32 value", "write if/elif/else", "match x[i]"),
+    ("match pattern outside the subject's type", ["match n:", "    case -1:", "        pass"],
+     "expand", "`case -1` cannot match a runtime u32 subject", "comptime u32 values", "-1:"),
 ]
 
 _counter = itertools.count()

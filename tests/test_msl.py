@@ -454,6 +454,12 @@ def every_op_kernel() -> KernelDefinition:
     with s.child(else_b):
         q = s.emit("memory.index", [out, n], Pointer(v4, "global", True), checked=False)
         s.register("memory.store", [q, s.emit("memory.load", [scalar_var], v4)])
+    # switch: two cases (one of two values) and a default
+    op = s.register("scf.switch", [n], cases=((1, 2), (7,)))
+    op.regions = [Block(), Block(), Block()]
+    with s.child(op.regions[1]):
+        q = s.emit("memory.index", [out, n], Pointer(v4, "global", True), checked=False)
+        s.register("memory.store", [q, r])
     # for
     zero = s.emit("arith.constant", [], U32, value=0)
     op = s.register("scf.for", [zero, n, one])

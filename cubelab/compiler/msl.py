@@ -558,6 +558,21 @@ class _Emitter(InfoReads):
         self.loc = None
         self.line("}")
 
+    def op_scf_switch(self, op: Op) -> None:
+        sel = op.operands[0]
+        assert isinstance(sel.type, Ty)
+        self.line(f"switch({self.value(sel)}) {{")
+        labels = [" ".join(f"case {msl_literal(v, sel.type.elem)}:" for v in values)
+                  for values in op.attrs["cases"]] + ["default:"]
+        for label, region in zip(labels, op.regions):
+            self.loc = None
+            self.line(f"{label} {{")
+            self.block(region)
+            self.loc = None
+            self.line("break;")  # no fall-through (the IR's switch has none)
+            self.line("}")
+        self.line("}")
+
     def op_scf_for(self, op: Op) -> None:
         start, end, step = (self.value(v) for v in op.operands)
         (body,) = op.regions

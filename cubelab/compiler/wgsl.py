@@ -393,6 +393,20 @@ class _Emitter(InfoReads):
             self.nested(op.regions[1])
         self.stmt("}")
 
+    def op_scf_switch(self, op: Op) -> None:
+        sel = op.operands[0]
+        assert isinstance(sel.type, Ty)
+        self.stmt(f"switch {sel.name} {{", op.loc)
+        labels = [", ".join(wgsl_literal(v, sel.type) for v in values)
+                  for values in op.attrs["cases"]] + ["default"]
+        self.depth += 1
+        for label, region in zip(labels, op.regions):
+            self.stmt(f"case {label}: {{" if label != "default" else "default: {")
+            self.nested(region)
+            self.stmt("}")
+        self.depth -= 1
+        self.stmt("}")
+
     def op_scf_for(self, op: Op) -> None:
         start, end, step = op.operands
         (body,) = op.regions

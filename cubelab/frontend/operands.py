@@ -13,7 +13,7 @@ dodged by an import at the bottom of `ops.py`). Here they depend on nothing abov
 `types`, so the vocabulary's modules import downward only:
 
     values, types → operands → library, debug_print → operators → memory → calls
-      → variables → flow → ops (the `__cl` face the expanded code calls)
+      → variables → flow → matching → ops (the `__cl` face the expanded code calls)
 
 The trap: a Python value meeting a Python value stays Python (that is what comptime means); only
 `value`/`const` put a literal into the IR, and `const` hoists it into the kernel's prologue.

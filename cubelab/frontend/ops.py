@@ -16,6 +16,7 @@ it (no circle):
     calls.py      f(x), obj.m(x), obj.a, F.new(x), comptime(expr)
     variables.py  name = x, name += x, name: T = x
     flow.py       if, while, for, unroll, break, continue, return (flags and predication)
+    matching.py   match (folded on comptime values, a switch on runtime integers)
 
 Errors raised by any of them name the kernel and the line, with a caret (`KernelSourceError`).
 """
@@ -37,6 +38,7 @@ from cubelab.frontend.flow import (
     ret,
     while_,
 )
+from cubelab.frontend.matching import match_
 from cubelab.frontend.memory import augsetitem, getitem, setitem, subslice
 from cubelab.frontend.operators import binop, boolop, cmp, not_, unary
 from cubelab.frontend.values import UNBOUND
@@ -45,6 +47,6 @@ from cubelab.frontend.variables import assign, augassign, typed
 __all__ = [
     "UNBOUND", "assign", "attr", "augassign", "augsetitem", "binop", "boolop", "brk", "call",
     "cmp", "comptime", "cont", "fn_enter", "fn_exit", "for_each", "for_range", "for_unroll",
-    "getitem", "guard", "if_", "ifexp", "method", "not_", "ret", "setitem", "subslice", "typed", "unary",
-    "while_",
+    "getitem", "guard", "if_", "ifexp", "match_", "method", "not_", "ret", "setitem",
+    "subslice", "typed", "unary", "while_",
 ]

@@ -21,7 +21,11 @@ bodies are `nonlocal`, pre-bound to `UNBOUND` at the top of `expand`.
 Everything outside the kernel language is refused here, at decoration time, with the line and a
 caret. New constructs slot in as one `visit_*` method and one `ops` function each.
 
-Size: ~650 lines, over the project's ~600, on purpose: the file is one AST pass (`_Analysis`
+A `match` hands each arm's body (a closure), its patterns as comptime values and its guard to
+`__cl.match_` (`matching.py` folds it or emits a switch); only the pattern shapes WGSL can
+express pass here (values, `a | b`, `_`), every other one is refused with its caret.
+
+Size: ~710 lines, over the project's ~600, on purpose: the file is one AST pass (`_Analysis`
 feeding `_Rewriter`, one `visit_*` per Python construct, sharing the nonlocal/comptime
 bookkeeping), and a construct's refusal, analysis and rewrite are read together.
 """
@@ -70,7 +74,6 @@ _REFUSED: dict[type, tuple[str, str]] = {
     ast.NamedExpr: ("`:=` is not allowed in a kernel", "assign on its own line"),
     ast.JoinedStr: ("f-strings are not allowed in a kernel",
                     "to show values, use `debug_print(\"x = {}\", x)` (from the prelude)"),
-    ast.Match: ("`match` is not allowed in a kernel", "use if/elif/else"),
     ast.Starred: ("`*args` unpacking is not allowed in a kernel", "pass arguments one by one"),
     ast.Set: ("set literals are not allowed in a kernel", ""),
     ast.Dict: ("dict literals are not allowed in a kernel", ""),
@@ -147,6 +150,9 @@ class _Analysis(ast.NodeVisitor):
         self._nested(node)
 
     def visit_While(self, node: ast.While) -> None:
+        self._nested(node)
+
+    def visit_Match(self, node: ast.Match) -> None:
         self._nested(node)
 
     def visit_Name(self, node: ast.Name) -> None:
@@ -455,6 +461,58 @@ class _Rewriter(ast.NodeTransformer):
         return [cond_fn, body_fn, ast.Expr(self.call(
             "while_", [ast.Name(cond_fn.name, ast.Load()), ast.Name(body_fn.name, ast.Load())],
             node))]
+
+    def visit_Match(self, node: ast.Match) -> list[ast.stmt]:
+        """`match`: each arm's body becomes a closure, and `__cl.match_` decides at expansion —
+        a comptime subject expands only the arm taken; a runtime i32/u32 one becomes an
+        `scf.switch` (or an if/elif chain when an arm has a guard). Patterns are comptime values
+        (literals, `None`, `Act.RELU`), `a | b` of them, or `_`."""
+        n = next(self.counter)
+        out: list[ast.stmt] = []
+        arms: list[ast.expr] = []
+        for k, case in enumerate(node.cases):
+            alternatives = self._pattern(case.pattern)
+            body_fn, _ = self.closure(f"__case_{n}_{k}", [], case.body)
+            out.append(body_fn)
+            empty = ast.arguments([], [], None, [], [], None, [])
+            guard: ast.expr = ast.Constant(None) if case.guard is None else \
+                ast.Lambda(empty, self.visit(case.guard))
+            where = ast.Tuple([ast.Constant(case.pattern.lineno),
+                               ast.Constant(case.pattern.col_offset)], ast.Load())
+            pats: ast.expr = ast.Constant(None) if alternatives is None else \
+                ast.List(alternatives, ast.Load())
+            arms.append(ast.Tuple([pats, guard, ast.Name(body_fn.name, ast.Load()), where],
+                                  ast.Load()))
+        out.append(ast.Expr(self.call("match_", [self.visit(node.subject),
+                                                 ast.List(arms, ast.Load())], node)))
+        return out
+
+    def _pattern(self, p: ast.pattern) -> list[ast.expr] | None:
+        """A pattern's alternatives as `(kind, value)` tuples (`==` for values, `is` for
+        None/True/False, as Python compares them); None for the wildcard `_`."""
+        if isinstance(p, ast.MatchValue):
+            return [ast.Tuple([ast.Constant("=="), self.visit(p.value)], ast.Load())]
+        if isinstance(p, ast.MatchSingleton):
+            return [ast.Tuple([ast.Constant("is"), ast.Constant(p.value)], ast.Load())]
+        if isinstance(p, ast.MatchOr):
+            out: list[ast.expr] = []
+            for alt in p.patterns:
+                got = self._pattern(alt)
+                if got is None:
+                    raise self.refuse(alt, "`_` inside `a | b` matches everything",
+                                      "write `case _:` on its own")
+                out += got
+            return out
+        if isinstance(p, ast.MatchAs) and p.pattern is None and p.name is None:
+            return None
+        if isinstance(p, ast.MatchAs):
+            raise self.refuse(p, "a capture pattern (`case x:` / `... as x`) is not allowed in "
+                              "a kernel", "write `case _:` and use the match subject itself")
+        what = {ast.MatchClass: "a class pattern", ast.MatchSequence: "a sequence pattern",
+                ast.MatchMapping: "a mapping pattern", ast.MatchStar: "a star pattern"}
+        raise self.refuse(p, f"{what.get(type(p), 'this pattern')} is not allowed in a kernel",
+                          "match comptime values (`case 1 | 2:`, `case Act.RELU:`, `case "
+                          "None:`) or `case _:`; test anything else with if/elif")
 
     def visit_Break(self, node: ast.Break) -> ast.AST:
         if not self.loop_depth:

@@ -146,6 +146,10 @@ OPS: dict[str, str] = {
     "plane.elect": "bool: true for exactly one active unit of the plane (the lowest lane)",
     # -- structured control flow --------------------------------------------------------------
     "scf.if": "if cond (one bool) then region 0 else region 1 (either may be empty)",
+    "scf.switch": "switch on one i32/u32 scalar (operand 0): attr cases is a tuple with one "
+                  "tuple of distinct int values per case; region k runs when the selector "
+                  "equals one of cases[k] (no value appears in two cases), the last region "
+                  "(the default, possibly empty) when it equals none; no fall-through",
     "scf.for": "for i in range(start, end, step): region 0 (block argument i); operands "
                "[start, end, step] of one int type, step > 0; the bounds are read once; "
                "iterates while i < end",

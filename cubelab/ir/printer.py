@@ -57,6 +57,10 @@ def _print_block(block: Block, indent: int, out: list[str], locs: bool,
                 # scf.while's second region is the body run while the first one's condition
                 # holds; every other multi-region op (scf.if) has an else
                 sep = "do" if op.name == "scf.while" else "else"
+                if op.name == "scf.switch":  # one region per case, then the default
+                    cases = op.attrs["cases"]
+                    sep = ("case " + ", ".join(map(str, cases[i]))) if i < len(cases) \
+                        else "default"
                 out.append(f"{pad}}} {sep} {args}{{")
             _print_block(region, indent + 1, out, locs, locmap)
         out.append(pad + "}")

@@ -144,7 +144,7 @@ class Plan:
             step = self._op(op, depth)
             if op.results and op.results[0].id in self.unit_only and op.name != "builtin.read":
                 step = _unit_memo(step, op)
-            if self.traced and op.name not in ("scf.if", "scf.for", "scf.while",
+            if self.traced and op.name not in ("scf.if", "scf.switch", "scf.for", "scf.while",
                                                 "scf.condition"):
                 role = "ABSOLUTE_POS" if op.results and op.results[0].id in self.lane_ids \
                     else ""

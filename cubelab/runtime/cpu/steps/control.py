@@ -1,4 +1,4 @@
-"""Steps of the `scf.*` dialect: `scf.if`, `scf.for`, `scf.while`, `scf.condition`.
+"""Steps of the `scf.*` dialect: `scf.if`, `scf.switch`, `scf.for`, `scf.while`, `scf.condition`.
 
 Divergence is a lane mask: `scf.if` runs its branches with `mask & cond` / `mask & ~cond` (a
 branch no lane takes is skipped, one every lane takes runs unmasked), loops keep running while
@@ -48,6 +48,31 @@ def _b_if(plan: Plan, op: Op, depth: int) -> Step:
             m = m_and(mask, np.logical_not(cond))
             if m is not DEAD:
                 branch(ctx, m, orelse, free_else)
+
+    return step
+
+
+@builder("scf.switch")
+def _b_switch(plan: Plan, op: Op, depth: int) -> Step:
+    c = op.operands[0].id
+    dt = sem.dtype_of(ty_of(op.operands[0]))
+    cases = [np.array(values, dtype=dt) for values in op.attrs["cases"]]
+    bodies = [plan.block(r, depth + 1) if r.ops else None for r in op.regions]
+    frees = [free_ids([r]) for r in op.regions]
+    traced = plan.traced
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        sel = ctx.env[c]
+        if traced and ctx.launch.tracer is not None:
+            ctx.launch.tracer.record(op, depth, ctx, mask, sel, True)
+        taken = np.zeros(sel.shape, dtype=bool)
+        for k, body in enumerate(bodies):
+            hit = np.isin(sel, cases[k]) if k < len(cases) else np.logical_not(taken)
+            taken |= hit
+            if body is not None:
+                m = m_and(mask, hit)
+                if m is not DEAD:
+                    branch(ctx, m, body, frees[k])
 
     return step
 

@@ -1,0 +1,150 @@
+"""`match` at expand time: folded on a comptime subject, a switch on a runtime integer.
+
+The contract. The rewriter hands `match_` the subject and, per arm, its alternatives (each
+`("==", value)` or `("is", None/True/False)`, as Python compares them; None for `case _:`), an
+optional guard thunk, the arm's body closure and the pattern's position.
+
+- A comptime subject (`Comptime[...]` argument, enum member, string, int, None) is matched in
+  Python: only the arm taken is expanded, as a comptime `if` (CubeCL's macro leaves a `match`
+  on a comptime value to Rust). A guard that turns out to be a runtime bool becomes an `if`
+  whose else is the rest of the arms.
+- A runtime i32/u32 scalar subject becomes one `scf.switch` (WGSL and MSL `switch`): each arm's
+  values are comptime ints of the subject's type, `case 1 | 2:` is one case with two values,
+  `case _:` the default. A value an earlier arm already took is dropped (Python would never
+  reach it; WGSL refuses a duplicate selector), and an arm left with none is not expanded.
+- An arm with a guard on a runtime subject needs a test a switch cannot express, so the whole
+  match becomes an if/elif chain (`x == 1 or x == 2`, then `and guard`, short-circuit).
+
+The trap: a runtime match is refused on floats, bools and vectors (WGSL's switch takes one
+i32/u32), and its patterns must be comptime ints; each refusal points at the subject or the
+pattern with the if/elif alternative.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from cubelab.frontend.flow import if_, runtime_branch
+from cubelab.frontend.operands import Pos, error, read, ty_of
+from cubelab.frontend.operators import boolop, cmp
+from cubelab.frontend.values import RV
+from cubelab.ir.core import Block
+from cubelab.ir.scope import Scope
+from cubelab.ir.types import I32, U32
+
+Alternative = tuple[str, Any]
+Arm = tuple[list[Alternative] | None, Callable[[], Any] | None, Callable[[], None], Pos]
+
+
+def match_(s: Scope, subject: Any, arms: Sequence[Arm], at: Pos) -> None:
+    s.at(*at)
+    subject = read(s, subject)
+    if isinstance(subject, RV):
+        _runtime(s, subject, list(arms), at)
+    else:
+        _comptime(s, subject, list(arms), at)
+
+
+def _comptime(s: Scope, subject: Any, arms: list[Arm], at: Pos) -> None:
+    for k, (alternatives, guard, body, where) in enumerate(arms):
+        if alternatives is not None and not any(_equal(s, subject, a, where)
+                                                for a in alternatives):
+            continue
+        if guard is None:
+            body()
+            return
+        s.at(*where)
+        g = read(s, guard())
+        if not isinstance(g, RV):
+            if g:
+                body()
+                return
+            continue
+        rest = arms[k + 1:]
+        if_(s, g, body, (lambda: _comptime(s, subject, rest, at)) if rest else None, where)
+        return
+
+
+def _equal(s: Scope, subject: Any, alternative: Alternative, where: Pos) -> bool:
+    how, value = alternative
+    if how == "is":
+        return subject is value
+    value = read(s, value)
+    if isinstance(value, RV):
+        raise error(s, "a match pattern must be a comptime value", "compare with if/elif",
+                    where)
+    try:
+        return bool(subject == value)
+    except TypeError as exc:
+        raise error(s, f"matching {subject!r} against {value!r}: {exc}", "", where) from None
+
+
+def _runtime(s: Scope, subject: RV, arms: list[Arm], at: Pos) -> None:
+    ty = ty_of(subject.v)
+    if ty not in (I32, U32):
+        raise error(s, f"a `match` on a runtime {ty} value",
+                    "a runtime match switches on one i32 or u32; for floats, bools and vectors "
+                    "write if/elif/else")
+    checked: list[tuple[list[int] | None, Callable[[], Any] | None, Callable[[], None], Pos]] = []
+    for alternatives, guard, body, where in arms:
+        values = None if alternatives is None else \
+            [_case_value(s, ty.elem.value, a, where) for a in alternatives]
+        checked.append((values, guard, body, where))
+    if any(guard is not None for _, guard, _, _ in checked):
+        _chain(s, subject, checked, at)
+        return
+    seen: set[int] = set()
+    cases: list[tuple[int, ...]] = []
+    bodies: list[Callable[[], None]] = []
+    default: Callable[[], None] | None = None
+    for values, _, body, _ in checked:
+        if values is None:
+            default = body
+            break
+        fresh = tuple(dict.fromkeys(v for v in values if v not in seen))
+        seen.update(fresh)
+        if fresh:
+            cases.append(fresh)
+            bodies.append(body)
+    s.at(*at)
+    op = s.register("scf.switch", [subject.v], cases=tuple(cases))
+    op.regions = [Block() for _ in range(len(cases) + 1)]
+    for region, body in zip(op.regions, [*bodies, default]):
+        if body is not None:
+            runtime_branch(s, region, body)
+
+
+def _case_value(s: Scope, elem: str, alternative: Alternative, where: Pos) -> int:
+    how, value = alternative
+    value = read(s, value)
+    lo, hi = (0, 2**32 - 1) if elem == "u32" else (-(2**31), 2**31 - 1)
+    if how == "is" or not isinstance(value, int) or isinstance(value, bool) \
+            or not lo <= value <= hi:
+        raise error(s, f"`case {value!r}` cannot match a runtime {elem} subject",
+                    f"the patterns of a runtime match are comptime {elem} values ({lo}..{hi}), "
+                    "`a | b` of them, or `_`; compare anything else with if/elif", where)
+    return value
+
+
+def _chain(s: Scope, subject: RV, arms: list[Any], at: Pos) -> None:
+    """The match as if/elif: each arm's test is `subject == v1 or ...`, then `and guard`."""
+    if not arms:
+        return
+    values, guard, body, where = arms[0]
+    rest = arms[1:]
+    orelse = (lambda: _chain(s, subject, rest, at)) if rest else None
+    s.at(*where)
+    test: Any = True
+    if values is not None:
+        test = cmp(s, "eq", subject, values[0], where)
+        for v in values[1:]:
+            test = boolop(s, "or", test, lambda v=v: cmp(s, "eq", subject, v, where), where)
+    if guard is not None:
+        test = boolop(s, "and", test, guard, where)
+    if test is True:
+        body()
+        return
+    if_(s, test, body, orelse, where)
+
+
+__all__ = ["match_"]
