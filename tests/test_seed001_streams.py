@@ -126,6 +126,34 @@ def test_a_queue_reaching_max_tasks_is_flushed_as_one_submission(client):
         client.set_max_tasks(0)
 
 
+def test_a_large_launch_is_submitted_before_launch_returns(wgpu_client):
+    # The calling thread keeps the GIL while it queues launches, so a loop of large launches
+    # left the GPU idle until the loop ended; a launch whose buffers hold 16 MiB or more is
+    # submitted before `launch` returns (`client.LARGE_LAUNCH_BYTES`), a small one is not.
+    from cubelab.runtime.client import LARGE_LAUNCH_BYTES
+
+    client = wgpu_client
+    big = client.empty(LARGE_LAUNCH_BYTES)
+    small = floats(client, np.zeros(8))
+    inc.launch(client, *ONE, arg(big))  # compiled outside the measurement
+    client.sync()
+    gate = threading.Event()
+    opener = threading.Timer(0.2, gate.set)  # the large launch waits for the device thread
+    try:
+        with client.events.record(ev.Flushed) as rec:
+            client.device.runner.submit(gate.wait)  # no idle flush before both are queued
+            inc.launch(client, *ONE, arg(small))
+            opener.start()
+            inc.launch(client, *ONE, arg(big))
+            whys = [e.why for e in rec.of(ev.Flushed)]  # before any sync
+    finally:
+        gate.set()
+        opener.cancel()
+    assert whys == ["large"]  # one submission: the small launch went with the large one
+    assert rec.of(ev.Flushed)[0].dispatches == 2
+    assert read(client, small)[0] == 1.0 and read(client, big)[0] == 2.0
+
+
 def test_a_read_flushes_the_stream_it_depends_on(client):
     x, out = floats(client, np.arange(8)), floats(client, np.zeros(8))
     gate = threading.Event()

@@ -210,7 +210,8 @@ class MemoryCleanedUp(Event):
 @dataclass(slots=True, eq=False)
 class Flushed(Event):
     """Queued dispatches were encoded into one command buffer and submitted (why says what
-    triggered it: idle, read, sync, max_tasks, profile, host-write)."""
+    triggered it: idle, read, sync, max_tasks, profile, host-write, large — a launch whose
+    buffers hold 16 MiB or more is submitted at once)."""
 
     dispatches: int
     why: str
