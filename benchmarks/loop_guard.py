@@ -29,18 +29,11 @@ from cubelab import BufferArg, BufferFailure, CubeCount, CubeDim, Device
 from cubelab.errors import LoopGuardError
 from cubelab.prelude import ABSOLUTE_POS, SliceMut, cube, f32, u32
 
+from tests.fixtures.failing_kernels import forever
 from tests.fixtures.kernels import saxpy
 
 LCG_A, LCG_C = 1664525, 1013904223
 MASK = (1 << 32) - 1
-
-
-@cube(launch=True)
-def runaway(out: SliceMut[u32]):
-    x = u32(1)
-    while x != 0:  # x stays odd: never 0
-        x = x * u32(3) | u32(1)
-    out[ABSOLUTE_POS] = x
 
 
 @cube(launch=True, launch_unchecked=True)
@@ -81,7 +74,7 @@ def run_runaway(client, cubes: int) -> list[str]:  # type: ignore[no-untyped-def
     units = cubes * 256
     out = client.empty(4 * units)
     t0 = time.perf_counter()
-    runaway.launch(client, CubeCount.Static(cubes), CubeDim.new_1d(256),
+    forever.launch(client, CubeCount.Static(cubes), CubeDim.new_1d(256),
                    BufferArg.from_raw_parts(out, units))
     try:
         client.read_one(out)

@@ -11,6 +11,7 @@ import pytest
 
 from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.exercises.ch05 import checked_io
+from tests.fixtures.failing_kernels import forever
 from cubelab.prelude import (ABSOLUTE_POS, Atomic, Slice, SliceMut, cube, debug_print, f32, i32,
                              u32)
 
@@ -157,14 +158,6 @@ def test_debug_print_in_a_kernel_with_no_output_is_not_silent(client, capfd):  #
         assert "x[0] = 2.5" in capfd.readouterr().out
 
 
-@cube(launch=True)
-def spins(out: SliceMut[u32]):
-    x = u32(1)
-    while x != 0:  # x stays odd: never 0
-        x = x * u32(3) | u32(1)
-    out[ABSOLUTE_POS] = x
-
-
 def test_a_trace_of_a_launch_that_failed_says_so(client):  # type: ignore[no-untyped-def]
     from cubelab import inspect as ci
     from cubelab.errors import FailedTraceWarning, LoopGuardError
@@ -172,8 +165,8 @@ def test_a_trace_of_a_launch_that_failed_says_so(client):  # type: ignore[no-unt
 
     client.set_compilation_options(loop_budget=10)
     try:
-        with pytest.warns(FailedTraceWarning, match=r"`spins`.*failed.*steps end where it stopped"):
-            t = ci.trace(spins.launch, client, ONE, CubeDim.new_1d(1), up(client, u32, [0]))
+        with pytest.warns(FailedTraceWarning, match=r"`forever`.*failed.*steps end where it stopped"):
+            t = ci.trace(forever.launch, client, ONE, CubeDim.new_1d(1), up(client, u32, [0]))
     finally:
         client.set_compilation_options(loop_budget=DEFAULT_LOOP_BUDGET)
     assert isinstance(t.failure, LoopGuardError)
