@@ -410,6 +410,7 @@ def every_op_kernel() -> KernelDefinition:
     dim = s.emit("tensor.shape", [t, s.emit("arith.constant", [], U32, value=0)], U32)
     stride = s.emit("tensor.stride", [t, rank], U32)
     u = s.emit("arith.add", [u, s.emit("arith.mul", [dim, stride], U32)], U32)
+    u = s.emit("arith.add", [u, s.emit("tensor.len", [t], U32)], U32)
     local = s.declare_var(Array(F32, 4), "acc")
     lp = s.emit("memory.index", [local, one], Pointer(F32, "function"))
     s.register("memory.store", [lp, e0])

@@ -23,6 +23,9 @@ class CompiledSource:
     info: InfoLayout
     # 1-based generated line -> kernel source location (only lines that came from an op)
     line_map: dict[int, Loc] = field(default_factory=dict)
+    # What this target left out of the kernel, one sentence each for the student (WGSL drops
+    # `debug_print`); the server that runs the source says each once, when it compiles it.
+    notices: tuple[str, ...] = ()
 
     def loc_of_line(self, line: int) -> Loc | None:
         """The nearest mapped location at or above `line`."""
@@ -69,7 +72,7 @@ def lowerings(emitter: type) -> dict[str, Callable[[Any, Op], None]]:
 class InfoSlots:
     """Where an argument's metadata sits in the info block's `static_meta` (the layout of
     `compiler/info.py`), for the emitters: a buffer's length, and a tensor's rank — its offset
-    into `dynamic_meta` is the slot after it."""
+    into `dynamic_meta` is the slot after it, its logical length the one after that."""
 
     def __init__(self, kernel: KernelDefinition, layout: InfoLayout) -> None:
         self._length = {b.value.id: i for i, b in enumerate(kernel.buffers)}
@@ -92,7 +95,7 @@ class InfoSlots:
 
 
 class InfoReads:
-    """The ops that read the info block (`info.scalar`, `buffer.len`, `tensor.rank/shape/
+    """The ops that read the info block (`info.scalar`, `buffer.len`, `tensor.rank/len/shape/
     stride`), written once for the C-family targets: where each value sits is the layout's rule
     (`InfoSlots`, `compiler/info.py`), and a target only says how it spells the block
     (`info_prefix`), its dynamic metadata (`dynamic_meta_array`), a bool test (`nonzero`) and,
@@ -125,6 +128,9 @@ class InfoReads:
 
     def op_tensor_rank(self, op: Op) -> None:
         self.let(op, self._static_meta(self.slots.rank(op)))
+
+    def op_tensor_len(self, op: Op) -> None:
+        self.let(op, self._static_meta(self.slots.rank(op) + 2))  # rank, offset, len
 
     def op_tensor_shape(self, op: Op) -> None:
         at = self.slots.rank(op)  # shape(d) = dynamic_meta[offset + d]

@@ -2,17 +2,24 @@
 
     struct info_st {
         scalars_f32: array<f32, 1>,   // scalar arguments, grouped by type (f32, i32, u32, bool)
-        static_meta: array<u32, 4>,   // the length of every buffer argument, in items, then
+        static_meta: array<u32, 5>,   // the length of every buffer argument, in items, then
                                       // for each tensor argument: its rank, its offset in
-                                      // dynamic_meta
+                                      // dynamic_meta, its logical length (the shape's product)
         dynamic_meta: array<u32>,     // only when there are tensors: for each tensor, in
                                       // argument order, shape[0..rank) then strides[0..rank)
     }
 
 So for tensor number t (0-based among the tensor arguments) of a kernel with B buffers:
-rank = static_meta[B + 2t], off = static_meta[B + 2t + 1], shape(d) = dynamic_meta[off + d],
-stride(d) = dynamic_meta[off + rank + d]. Rank is launch data, not compile-time: one pipeline
-serves tensors of any rank, as in CubeCL, which is why offsets are stored and not computed.
+rank = static_meta[B + 3t], off = static_meta[B + 3t + 1], len = static_meta[B + 3t + 2],
+shape(d) = dynamic_meta[off + d], stride(d) = dynamic_meta[off + rank + d]. Rank is launch data,
+not compile-time: one pipeline serves tensors of any rank, as in CubeCL, which is why offsets are
+stored and not computed.
+
+Two lengths, as CubeCL keeps them (its `buffer_lengths` and `logical_lengths`): a buffer's
+length is the items its handle holds, and every bounds clamp reads it, because only it says
+where memory ends; a tensor's logical length is the product of its shape (u32, wrapping as
+CubeCL's `as u32`), which is what `t.len()` means. They differ for a broadcast (stride 0), a
+padded or a strided view, or a tensor with a zero-size dimension.
 
 The runtime packs a launch's scalars, lengths and tensor metadata into these bytes; the WGSL and
 MSL generators read fields by name and the CPU runtime by offset (`InfoField.offset`, in words;
@@ -29,6 +36,8 @@ from cubelab.ir.core import KernelDefinition
 
 SCALAR_ORDER = ("f32", "i32", "u32", "bool")
 _PACK = {"f32": "f", "i32": "i", "u32": "I", "bool": "I"}
+# static_meta words per tensor argument: rank, offset into dynamic_meta, logical length
+TENSOR_WORDS = 3
 
 # (shape, strides) of one tensor argument, in items
 TensorMeta = tuple[Sequence[int], Sequence[int]]
@@ -65,7 +74,8 @@ class InfoLayout:
         tensors' ranks/offsets and their shapes and strides.
 
         `tensors` has one entry per *buffer* argument in binding order (None for plain slices)
-        or one per tensor argument; only the tensors' entries are used.
+        or one per tensor argument; only the tensors' entries are used. Each tensor's logical
+        length is computed here, from its shape (`logical_length`).
         """
         metas = [t for t in tensors if t is not None]
         if len(metas) != self.tensors:
@@ -77,7 +87,7 @@ class InfoLayout:
             if len(shape) != len(strides):
                 raise ValueError(f"a tensor's shape {tuple(shape)} and strides {tuple(strides)} "
                                  "differ in rank")
-            static += [len(shape), len(dynamic)]
+            static += [len(shape), len(dynamic), logical_length(shape)]
             dynamic += [*shape, *strides]
         out = bytearray()
         for f in self.fields:
@@ -105,7 +115,7 @@ def info_layout(kernel: KernelDefinition) -> InfoLayout:
             offset += n
     tensors = len(kernel.tensors())
     # WGSL structs need a member even with no buffers
-    meta = max(1, len(kernel.buffers) + 2 * tensors)
+    meta = max(1, len(kernel.buffers) + TENSOR_WORDS * tensors)
     fields.append(InfoField("static_meta", "u32", meta, offset))
     offset += meta
     if tensors:
@@ -114,5 +124,15 @@ def info_layout(kernel: KernelDefinition) -> InfoLayout:
 
 
 def static_meta_index_of_rank(layout: InfoLayout, tensor_number: int) -> int:
-    """Index in static_meta of tensor number `tensor_number`'s rank (its offset follows)."""
-    return layout.buffers + 2 * tensor_number
+    """Index in static_meta of tensor number `tensor_number`'s rank (its offset into
+    dynamic_meta follows, then its logical length)."""
+    return layout.buffers + TENSOR_WORDS * tensor_number
+
+
+def logical_length(shape: Sequence[int]) -> int:
+    """A tensor's `len()`: the product of its shape (1 for rank 0), as a u32 — CubeCL's
+    logical length. The one home of that rule: the info block and the CPU runtime read it."""
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n & 0xFFFFFFFF

@@ -61,6 +61,16 @@ def _scalar_bytes(kind: ScalarKind, v: Any, name: str, kernel: str) -> Any:
     return v
 
 
+def _past_the_end(kernel: str, pname: str, t: TensorArg, items: int, width: int) -> str:
+    """The refusal of a checked launch whose tensor's shape reaches past its handle."""
+    unit = f"vec{width} items" if width > 1 else "items"
+    return (f"launch of `{kernel}`: tensor `{pname}` has shape {t.shape} and strides "
+            f"{t.strides}, which reach item {t.extent - 1}, but its handle holds {items} {unit}. "
+            "A checked launch refuses metadata that points past the buffer; fix the shape or "
+            "strides, or use launch_unchecked (reads past the end then follow the runtime's "
+            "out-of-bounds rules)")
+
+
 class Launcher:
     """`kernel.launch` / `kernel.launch_unchecked`: index with the generic types, then call."""
 
@@ -214,7 +224,10 @@ class BoundLauncher:
                             f"launch of `{name}`: argument `{pname}` is a {p.spec!r}; pass "
                             f"TensorArg.from_raw_parts(handle, shape, strides), got "
                             f"{type(a).__name__}")
-                    register_buffer(BufferBinding(a.handle, a.length // width, writable, pname,
+                    items = a.length // width
+                    if a.extent > items and self.mode is ExecutionMode.Checked:
+                        raise LaunchError(_past_the_end(name, pname, a, items, width))
+                    register_buffer(BufferBinding(a.handle, items, writable, pname,
                                                  a.shape, a.strides))
                     continue
                 if not isinstance(a, BufferArg):

@@ -246,9 +246,13 @@ def atomic_method(s: Scope, ref: AtomicRef, name: str, args: Sequence[Any]) -> A
 
 
 def buffer_method(s: Scope, obj: Indexable, name: str, args: Sequence[Any]) -> Any:
-    if name == "len" and not args:
-        return length(s, obj)
     if isinstance(obj, BufferRef) and obj.tensor:
+        # CubeCL's two lengths (compiler/info.py): len() is the shape's product, buffer_len()
+        # the items the handle holds — the one bounds clamps and sub-slices use.
+        if name == "len" and not args:
+            return RV(s.emit("tensor.len", [obj.v], U32))
+        if name == "buffer_len" and not args:
+            return length(s, obj)
         if name == "rank" and not args:
             return RV(s.emit("tensor.rank", [obj.v], U32))
         if name in ("shape", "stride") and len(args) == 1:
@@ -262,7 +266,10 @@ def buffer_method(s: Scope, obj: Indexable, name: str, args: Sequence[Any]) -> A
             return RV(s.emit("arith.rem", [s.emit("arith.div", [index, stride], U32), shape],
                              U32))
         raise error(s, f"`{obj.name}.{name}(...)` is not a tensor method",
-                        "available: shape(d), stride(d), coordinate(i, d), rank(), len()")
+                        "available: shape(d), stride(d), coordinate(i, d), rank(), len() (the "
+                        "shape's product), buffer_len() (the items the handle holds)")
+    if name == "len" and not args:
+        return length(s, obj)
     raise error(s, f"`{_name(obj)}.{name}(...)` is not a method here",
                     "available: len() (tensors also have shape(d), stride(d), rank())")
 

@@ -283,7 +283,7 @@ def item_value(s: Scope, x: Any, item: Ty) -> Value:
 # `a if c else b`), because evaluating it changes nothing and cannot fault. A load is not among
 # them: `i < n and x[i] > 0` must not read x[i] when i >= n (an unchecked read out of bounds).
 _PURE_DIALECTS = ("arith", "math", "vector", "builtin", "info")
-_PURE_OPS = {"buffer.len", "tensor.rank", "tensor.shape", "tensor.stride"}
+_PURE_OPS = {"buffer.len", "tensor.rank", "tensor.len", "tensor.shape", "tensor.stride"}
 
 
 def is_pure(block: Any) -> bool:

@@ -45,6 +45,7 @@ EFFECTS: dict[str, Effect] = {
         "arith", "math", "vector", "builtin", "info", "sync", "plane", "scf", "debug")},
     "buffer.len": Effect.META,
     "tensor.rank": Effect.META,
+    "tensor.len": Effect.META,
     "tensor.shape": Effect.META,
     "tensor.stride": Effect.META,
     "memory.index": Effect.DERIVE,

@@ -89,11 +89,15 @@ OPS: dict[str, str] = {
                     "local_invocation_index, local_invocation_id_x/y/z, and with the subgroup "
                     "feature: subgroup_size, subgroup_invocation_id)",
     "info.scalar": "a scalar argument read from the info block (attr elem, index)",
-    "buffer.len": "the length in items of a global buffer (or tensor) argument: "
-                  "info static_meta[binding index]",
+    "buffer.len": "the items a global buffer's (or tensor's) handle holds, the length every "
+                  "bounds clamp uses: info static_meta[binding index]",
     "tensor.rank": "the rank of a tensor argument (operand: its buffer value), u32 from the info "
                    "block (see compiler/info.py: static_meta after the lengths holds, per tensor, "
-                   "rank then offset into dynamic_meta)",
+                   "rank, offset into dynamic_meta, logical length)",
+    "tensor.len": "the logical length of a tensor argument (operand: its buffer value): the "
+                  "product of its shape as a u32 (1 for rank 0), from the info block's "
+                  "static_meta (the word after the tensor's offset); CubeCL's Tensor::len. May "
+                  "differ from buffer.len either way (broadcast, strided or padded views)",
     "tensor.shape": "shape[axis] of a tensor argument; operands [tensor, axis u32]; "
                     "dynamic_meta[offset + axis]; axis >= rank is unspecified",
     "tensor.stride": "stride[axis] (in items) of a tensor argument; operands [tensor, axis u32]; "

@@ -28,7 +28,8 @@ released handle for the buffer that now lives in its old slice either.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable
+import numbers
+from typing import Any, Callable, Sequence
 
 from cubelab.errors import ReleasedHandleError
 
@@ -138,42 +139,64 @@ class ScalarArg:
 
 
 class TensorArg:
-    """A tensor launch argument: a handle, its shape and its strides (in items, like CubeCL's
-    `TensorArg::from_raw_parts(handle, strides, shape, vectorization)` — cubelab takes shape
-    first, as numpy does). The kernel sees `t.shape(d)`, `t.stride(d)`, `t.rank()` and
-    `t.len()` (the number of items the handle holds); indexing is linear, so a transposed view is
-    the same bytes with swapped strides."""
+    """A tensor launch argument: a handle, its shape and its strides, in items of the kernel's
+    declared item type (CubeCL's `TensorArg::from_raw_parts(handle, strides, shape,
+    vectorization)` — cubelab takes shape first, as numpy does). The kernel sees `t.shape(d)`,
+    `t.stride(d)`, `t.rank()`, `t.len()` (the shape's product, CubeCL's logical length) and
+    `t.buffer_len()` (the items the handle holds); indexing is linear, so a transposed view is
+    the same bytes with swapped strides.
 
-    __slots__ = ("handle", "shape", "strides", "length")
+    What is accepted is what CubeCL accepts: any rank (0 included: `len()` is 1), zero-size
+    dimensions, stride 0 (a broadcast), strides in any order, and a shape whose extent — the
+    last item it reaches, `sum((d - 1) * stride)` — lies past the end of the handle. Only what
+    can be checked is: the ranks match, every entry is a non-negative integer that fits a u32
+    (the info block's words), the handle is alive. The extent is checked at launch, where the
+    vector width is known: a checked `launch` refuses a tensor that reaches past its buffer with
+    a `LaunchError`; `launch_unchecked` takes it (CubeCL's `unsafe` contract), and a read past
+    the end is then what the runtime does with any out-of-bounds access (`docs/cpu_runtime.md`,
+    out-of-bounds modes: 0 on wgpu). Bounds clamps always use the handle's length, never the
+    shape, so no metadata can move a clamp past the buffer."""
+
+    __slots__ = ("handle", "shape", "strides", "length", "extent")
 
     def __init__(self, handle: Handle, shape: tuple[int, ...], strides: tuple[int, ...],
                  length: int) -> None:
         self.handle, self.shape, self.strides, self.length = handle, shape, strides, length
+        # items (of the declared item type) the shape reaches: 0 when a dimension is empty
+        self.extent = 0 if not all(shape) else \
+            1 + sum((d - 1) * st for d, st in zip(shape, strides))
 
     @staticmethod
-    def from_raw_parts(handle: Handle, shape: "tuple[int, ...] | list[int]",
-                       strides: "tuple[int, ...] | list[int]") -> "TensorArg":
+    def from_raw_parts(handle: Handle, shape: "Sequence[int]",
+                       strides: "Sequence[int]") -> "TensorArg":
         if not isinstance(handle, Handle):
             raise TypeError(
                 f"TensorArg.from_raw_parts expects a Handle (from client.create_from_slice or "
                 f"client.empty), got {type(handle).__name__}")
         if handle.released:
             refuse_released(handle, "TensorArg.from_raw_parts")
-        shape_t = tuple(int(d) for d in shape)
-        strides_t = tuple(int(d) for d in strides)
-        if len(shape_t) != len(strides_t) or not shape_t:
-            raise ValueError(f"TensorArg: shape {shape_t} and strides {strides_t} must have the "
-                             "same, non-zero rank")
-        if any(d < 0 for d in shape_t + strides_t):
-            raise ValueError(f"TensorArg: negative shape or stride in {shape_t} / {strides_t}")
-        length = handle.size // ELEM_BYTES
-        if all(shape_t):
-            span = 1 + sum((d - 1) * st for d, st in zip(shape_t, strides_t))
-            if span > length:
-                raise ValueError(
-                    f"TensorArg: shape {shape_t} with strides {strides_t} reaches item "
-                    f"{span - 1} but {handle!r} holds {length} items")
-        return TensorArg(handle, shape_t, strides_t, length)
+        shape_t, strides_t = _dims("shape", shape), _dims("strides", strides)
+        if len(shape_t) != len(strides_t):
+            raise ValueError(f"TensorArg.from_raw_parts: shape {shape_t} has rank "
+                             f"{len(shape_t)} but strides {strides_t} has rank {len(strides_t)}; "
+                             "give one stride per dimension")
+        return TensorArg(handle, shape_t, strides_t, handle.size // ELEM_BYTES)
 
     def __repr__(self) -> str:
         return f"TensorArg({self.handle!r}, shape={self.shape}, strides={self.strides})"
+
+
+def _dims(what: str, dims: "Sequence[int]") -> tuple[int, ...]:
+    """A shape or strides as a tuple of ints, each a non-negative integer below 2**32."""
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
+        raise TypeError(f"TensorArg.from_raw_parts: {what} must be a sequence of ints, got "
+                        f"{dims!r}")
+    out = tuple(dims)
+    for d in out:
+        if not isinstance(d, numbers.Integral) or isinstance(d, bool):
+            raise TypeError(f"TensorArg.from_raw_parts: {what} {out} holds {d!r}, which is not "
+                            "an int")
+        if not 0 <= d < 2**32:
+            raise ValueError(f"TensorArg.from_raw_parts: {what} {out} holds {d}; entries are "
+                             "u32 in the kernel (0 .. 4294967295)")
+    return tuple(int(d) for d in out)

@@ -167,7 +167,8 @@ def uniform_ops(definition: KernelDefinition, needed: set[int] | None,
     out: list[Op] = []
     for op, r in _value_ops(definition, needed):
         name = op.name
-        if name in ("arith.constant", "info.scalar", "buffer.len", "tensor.rank") or (
+        if name in ("arith.constant", "info.scalar", "buffer.len", "tensor.rank",
+                    "tensor.len") or (
                 name == "builtin.read" and (op.attrs.get("name", "").startswith(
                     "num_workgroups_") or op.attrs.get("name") == "subgroup_size")):
             ok = all(o.id in uniform or o.id in buffer_ids for o in op.operands)

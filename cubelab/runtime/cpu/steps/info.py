@@ -1,5 +1,6 @@
 """Steps of the launch-information dialects: `builtin.*` (unit and cube positions), `info.*`
-(scalar arguments), `buffer.len`, `tensor.*` (shape and strides).
+(scalar arguments), `buffer.len` (the items the handle holds), `tensor.*` (rank, logical length,
+shape and strides).
 
 Most of these are uniform over a launch and the plan computes them once per launch signature
 (`analysis.uniform_ops`); the per-unit builtins are derived from the chunk's lane numbers
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from cubelab.compiler.info import logical_length
 from cubelab.ir.core import Op
 from cubelab.runtime.cpu import semantics as sem
 from cubelab.runtime.cpu.lanes import Ctx, KernelRuntimeError, plane_size
@@ -105,6 +107,16 @@ def _b_len(plan: Plan, op: Op, depth: int) -> Step:
 
     def step(ctx: Ctx, mask: Any) -> None:
         ctx.env[r] = np.array([ctx.env[a].length], dtype=np.uint32)
+
+    return step
+
+
+@builder("tensor.len")
+def _b_tensor_len(plan: Plan, op: Op, depth: int) -> Step:
+    t, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = np.array([logical_length(ctx.env[t].shape)], dtype=np.uint32)
 
     return step
 
