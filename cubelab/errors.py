@@ -171,7 +171,12 @@ class RangeWrapWarning(UserWarning):
 
 class UnreportedFailureWarning(UserWarning):
     """A launch failed but writes no buffer: the failure has no buffer to wait on a read, so it
-    is said at once instead (e.g. `debug_print` on wgpu in a kernel with no output)."""
+    is said at once instead (e.g. a kernel that writes no buffer and fails to compile)."""
+
+
+class CompileNoticeWarning(UserWarning):
+    """The target that runs a kernel left part of it out, said once when the kernel is compiled
+    (`debug_print` on wgpu: WGSL has no printf, so the kernel runs without the call)."""
 
 
 class FailedTraceWarning(UserWarning):

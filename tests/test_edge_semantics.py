@@ -140,16 +140,31 @@ def test_a_range_whose_comptime_bounds_wrap_its_u32_counter_warns_at_expansion()
 
 # -- item 17: a failure that no read can report --------------------------------------------------
 @cube(launch=True)
+def fails_and_writes_nothing(x: Slice[u32]):
+    y = x[0] / u32(2)  # `/` on integers: refused at expansion (on the device thread)
+
+
+def test_a_failed_launch_that_writes_no_buffer_is_not_silent(client):  # type: ignore[no-untyped-def]
+    from cubelab.errors import UnreportedFailureWarning
+
+    x = up(client, u32, [5])
+    with pytest.warns(UnreportedFailureWarning, match=r"`FailsAndWritesNothing`.*writes no "
+                                                      r"buffer.*`/` on u32 values"):
+        fails_and_writes_nothing.launch(client, ONE, CubeDim.new_1d(1), x)
+        client.sync()
+
+
+@cube(launch=True)
 def prints_only(x: Slice[f32]):
     debug_print("x[0] = {}", x[0])
 
 
-def test_debug_print_in_a_kernel_with_no_output_is_not_silent(client, capfd):  # type: ignore[no-untyped-def]
-    from cubelab.errors import UnreportedFailureWarning
+def test_debug_print_in_a_kernel_with_no_output_runs_and_is_not_silent(client, capfd):  # type: ignore[no-untyped-def]
+    from cubelab.errors import CompileNoticeWarning
 
     x = up(client, f32, [2.5])
-    if client.name().startswith("wgpu"):  # no printf in WGSL: the compile fails, and says so
-        with pytest.warns(UnreportedFailureWarning, match=r"`PrintsOnly`.*Device\.cpu\(\)"):
+    if client.name().startswith("wgpu"):  # no printf in WGSL: it runs without it, and says so
+        with pytest.warns(CompileNoticeWarning, match=r"`prints_only`.*Device\.cpu\(\)"):
             prints_only.launch(client, ONE, CubeDim.new_1d(1), x)
             client.sync()
     else:

@@ -10,9 +10,11 @@ On the CPU runtime every active unit prints one line, prefixed with its coordina
 process's stdout when the launch has run (and published as a `DebugPrinted` event); in a notebook
 they land in the cell's output (call `client.sync()` before the cell ends to be sure).
 
-On wgpu it is refused when the kernel is compiled, with a `CodegenError` that says to run the
-kernel on `Device.cpu()`: WGSL has no printf, and a print buffer would change the kernel being
-debugged (its bindings, its timing). MSL shows it as a comment.
+On wgpu the call is left out and the kernel runs without it, as with CubeCL's WGSL backend: WGSL
+has no printf, and a print buffer would change the kernel being debugged (its bindings, its
+writes, its timing). Unlike CubeCL, the student is told — once, when the kernel is compiled: a
+`CompileNotice` event and a `CompileNoticeWarning` that says to launch it on `Device.cpu()`. MSL
+shows the call as a comment.
 
 The format string is Python's `str.format` with positional `{}` fields; it and every Python
 argument are fixed at expansion (they go into the IR's attributes, so they are part of what the

@@ -166,7 +166,8 @@ OPS: dict[str, str] = {
     "debug.print": "print one line per active unit (attr format: a str.format template with "
                    "positional fields; attr args: one entry per field, None = the next operand "
                    "(a runtime value), else a Python constant). Runs on the CPU runtime only: "
-                   "WGSL refuses it with a CodegenError, MSL shows it as a comment",
+                   "WGSL leaves it out (a comment, and the compiled source's notice), MSL shows "
+                   "it as a comment",
 }
 
 # The `fn` attributes math.unary and math.binary accept (their meaning is in OPS' text above);

@@ -82,6 +82,19 @@ class CompileFinished(Event):
 
 
 @dataclass(slots=True, eq=False)
+class CompileNotice(Event):
+    """The target that runs a kernel left something of it out (WGSL drops `debug_print`: it has
+    no printf). Published once per compile — so once per kernel, until the cache is cleared —
+    just before its `CompileFinished`, and said as a `CompileNoticeWarning` too."""
+
+    kernel: str
+    kernel_id: "KernelId"
+    target: str
+    message: str
+    launch_seq: int
+
+
+@dataclass(slots=True, eq=False)
 class CompileFailed(Event):
     kernel: str
     kernel_id: "KernelId"

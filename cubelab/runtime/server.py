@@ -48,6 +48,7 @@ from __future__ import annotations
 import struct
 import time
 import traceback
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,7 @@ from cubelab.compiler.pipeline import (
 from cubelab.compiler.targets import shown_targets
 from cubelab.errors import (
     CaptureError,
+    CompileNoticeWarning,
     CubeError,
     DeviceFault,
     KernelSourceError,
@@ -470,6 +472,10 @@ class Server:
     def _compile_finished(self, kernel: CubeKernel, c: _Compiled, seq: int,
                           first_dispatch_s: float) -> None:
         entry = c.entry
+        for notice in entry.compiled.notices:  # once per compile: the cache keeps the pipeline
+            self.bus.publish(ev.CompileNotice(kernel.name, entry.kernel_id,
+                                              entry.compiled.target, notice, seq))
+            warnings.warn(CompileNoticeWarning(notice), stacklevel=2)
         self.bus.publish(ev.CompileFinished(
             kernel.name, entry.kernel_id, entry.entry, entry.compiled.target,
             entry.compiled.source, print_kernel(entry.definition), c.expanded_ir,
