@@ -419,6 +419,7 @@ def every_op_kernel() -> KernelDefinition:
     shp = s.emit("memory.index", [sh, i], Pointer(F32, "shared"))
     s.register("memory.store", [shp, s.emit("memory.load", [lp], F32)])
     s.register("sync.cube", [])
+    s.emit("sync.uniform_load", [shp], F32)
     s.register("debug.print", [a], None, format="a = {}", args=(None,))
     s.register("sync.storage", [])
     hp = s.emit("memory.index", [hist, u], Pointer(Atomic(Elem.U32), "global"))

@@ -480,6 +480,12 @@ class _Emitter(InfoReads):
     def op_sync_storage(self, op: Op) -> None:
         self.line("threadgroup_barrier(mem_flags::mem_device);")
 
+    def op_sync_uniform_load(self, op: Op) -> None:
+        # Metal has no uniform load: the barrier, then a plain load (what CubeCL's non-WGSL
+        # backends do); every unit reads the same threadgroup item.
+        self.line("threadgroup_barrier(mem_flags::mem_threadgroup);")
+        self.let(op, self.deref(op.operands[0]))
+
     def op_atomic_load(self, op: Op) -> None:
         self.let(op, f"atomic_load_explicit({self.address(op.operands[0])}, {_RELAXED})")
 

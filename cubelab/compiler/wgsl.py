@@ -343,6 +343,9 @@ class _Emitter(InfoReads):
     def op_sync_storage(self, op: Op) -> None:
         self.stmt("storageBarrier();", op.loc)
 
+    def op_sync_uniform_load(self, op: Op) -> None:
+        self.let(op, f"workgroupUniformLoad(&{self.place[op.operands[0].id]})")
+
     def op_atomic_load(self, op: Op) -> None:
         self.let(op, f"atomicLoad(&{self.place[op.operands[0].id]})")
 

@@ -37,9 +37,9 @@ from cubelab.frontend.operands import (
     ty_of,
     value,
 )
-from cubelab.frontend.values import RV
+from cubelab.frontend.values import RV, AtomicRef
 from cubelab.ir.scope import Scope
-from cubelab.ir.types import BOOL, U32, Elem, Ty
+from cubelab.ir.types import BOOL, U32, Elem, Pointer, Ty
 
 _A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 _P = 0.3275911
@@ -400,6 +400,28 @@ def _sync(op: str) -> Callable[[Scope], Any]:
     return expand
 
 
+def _uniform_load(s: Scope, x: Any) -> Any:
+    """`workgroup_uniform_load(sm[i])`: CubeCL's `workgroup_uniform_load(&sm[i])`. Python passes
+    the value, not a reference, so the argument arrives as the item just read — its
+    `memory.load`, the last op registered, becomes the barrier-and-load in place (the same
+    result value, so a name already bound to it reads the uniform load)."""
+    x = read(s, x)
+    ops = s.block.ops
+    last = ops[-1] if ops else None  # (nothing ran since the read: it can still be moved)
+    if isinstance(x, AtomicRef):
+        raise error(s, "workgroup_uniform_load of an atomic",
+                    "the uniform load reads plain shared memory: SharedMemory[u32](n), not "
+                    "SharedMemory[Atomic[u32]]")
+    ptr = last.operands[0].type if last is not None and last.operands else None
+    if not (isinstance(x, RV) and last is not None and last.name == "memory.load"
+            and last.results[0] is x.v and isinstance(ptr, Pointer) and ptr.space == "shared"):
+        raise error(s, "workgroup_uniform_load takes an item of shared memory, read right there",
+                    "write workgroup_uniform_load(sm[i]) with `sm` a SharedMemory (not a value "
+                    "read earlier, not a buffer or a local)")
+    last.name = "sync.uniform_load"
+    return x
+
+
 def _no_py(name: str) -> Callable[..., Any]:
     def py(*_: Any) -> Any:
         raise TypeError(f"`{name}` is a kernel function: call it inside a @cube kernel")
@@ -502,6 +524,7 @@ fma = Intrinsic("fma", _fma, lambda a, b, c: a * b + c, 3)
 select = Intrinsic("select", _select, lambda c, a, b: a if c else b, 3)
 sync_cube = Intrinsic("sync_cube", _sync("sync.cube"), None, 0)
 sync_storage = Intrinsic("sync_storage", _sync("sync.storage"), None, 0)
+workgroup_uniform_load = Intrinsic("workgroup_uniform_load", _uniform_load, None, 1)
 plane_sum = Intrinsic("plane_sum", _plane_reduce("sum"), None, 1)
 plane_min = Intrinsic("plane_min", _plane_reduce("min"), None, 1)
 plane_max = Intrinsic("plane_max", _plane_reduce("max"), None, 1)
@@ -587,7 +610,7 @@ __all__ = ["sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "
            "trunc", "inverse_sqrt", "recip", "exp_m1", "to_degrees", "to_radians", "is_nan",
            "is_inf", "atan2", "hypot", "rhypot", "powi", "count_ones", "reverse_bits",
            "leading_zeros", "trailing_zeros", "find_first_set", "saturating_add",
-           "saturating_sub", "mul_hi", "vector_sum", "dot", "magnitude", "normalize", "sync_cube", "sync_storage", "plane_sum", "plane_min", "plane_max",
+           "saturating_sub", "mul_hi", "vector_sum", "dot", "magnitude", "normalize", "sync_cube", "sync_storage", "workgroup_uniform_load", "plane_sum", "plane_min", "plane_max",
            "plane_all", "plane_any", "plane_broadcast", "plane_elect", "plane_prod",
            "plane_inclusive_sum", "plane_exclusive_sum", "plane_inclusive_prod",
            "plane_exclusive_prod", "plane_ballot", "plane_shuffle", "plane_shuffle_xor",

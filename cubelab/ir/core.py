@@ -122,6 +122,11 @@ OPS: dict[str, str] = {
                  "after it. Must be reached by all units of the cube (uniform control flow)",
     "sync.storage": "storage barrier (WGSL storageBarrier): as sync.cube, for global-buffer "
                     "writes of units of the same cube",
+    "sync.uniform_load": "a sync.cube, then the value behind operand 0 (a pointer to a shared "
+                         "scalar or vector, not an atomic), which every unit of the cube gets "
+                         "the same (WGSL workgroupUniformLoad, so the result may gate control "
+                         "flow that holds barriers). Reached by all units (uniform control "
+                         "flow), with the same pointer in every unit",
     # -- atomics ------------------------------------------------------------------------------
     "atomic.load": "atomically read the value behind a pointer to Atomic(u32|i32)",
     "atomic.store": "atomically write (operands [pointer, value]) behind a pointer to Atomic",

@@ -96,10 +96,10 @@ def lane_values(definition: KernelDefinition) -> set[int]:
 
 # -- liveness ----------------------------------------------------------------------------------
 _PURE_PREFIX = ("arith.", "math.", "vector.", "builtin.", "info.", "buffer.", "tensor.")
-_EFFECTS = {"memory.store", "sync.cube", "sync.storage", "atomic.store", "atomic.rmw",
-            "atomic.cas", "scf.if", "scf.switch", "scf.for", "scf.while", "scf.condition",
-            "debug.print", "var.declare", "shared.declare", "memory.load", "atomic.load",
-            "plane.broadcast", "plane.reduce", "plane.vote", "plane.elect"}
+_EFFECTS = {"memory.store", "sync.cube", "sync.storage", "sync.uniform_load", "atomic.store",
+            "atomic.rmw", "atomic.cas", "scf.if", "scf.switch", "scf.for", "scf.while",
+            "scf.condition", "debug.print", "var.declare", "shared.declare", "memory.load",
+            "atomic.load", "plane.broadcast", "plane.reduce", "plane.vote", "plane.elect"}
 
 
 class _Ref:

@@ -38,7 +38,7 @@ from cubelab.runtime.cpu.memory import LocalSlot, Mem, Ptr
 NONFINITE_LIMIT = 1000
 OOB_LIMIT = 1000
 
-_LOADS = ("memory.load", "atomic.load")
+_LOADS = ("memory.load", "atomic.load", "sync.uniform_load")
 _STORES = ("memory.store", "atomic.store")
 _ATOMICS = ("atomic.rmw", "atomic.cas")
 _FLOAT_OPS = ("arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem", "arith.neg",
@@ -133,6 +133,8 @@ def wrap(plan: Any, op: Op, step: Any, inst: Instruments, raw: dict[int, tuple[i
     name = op.name
     if name in ("sync.cube", "sync.storage"):
         return _phase(step)
+    if name == "sync.uniform_load":  # a barrier, then a read that belongs to the new phase
+        return _new_phase_then(_access(step, op, raw) if inst.accesses else step)
     if inst.accesses and (name in _LOADS or name in _STORES or name in _ATOMICS):
         return _access(step, op, raw)
     if inst.nonfinite and name in _FLOAT_OPS and op.results and _is_float(op.results[0].type):
@@ -147,21 +149,36 @@ def _is_float(t: Any) -> bool:
     return isinstance(t, Ty) and t.elem in (Elem.F32, getattr(Elem, "F16", Elem.F32))
 
 
+def _next_phase(ctx: Ctx, mask: Any) -> None:
+    rec = ctx.launch.recorder
+    if rec is not None:
+        lanes = ctx.lanes()
+        rec.phase[lanes if mask is None else lanes[mask]] += 1
+
+
 def _phase(step: Any) -> Any:
+    """A barrier's step, then the next phase for its lanes."""
     def run(ctx: Ctx, mask: Any) -> None:
         step(ctx, mask)
-        rec = ctx.launch.recorder
-        if rec is not None:
-            lanes = ctx.lanes()
-            rec.phase[lanes if mask is None else lanes[mask]] += 1
+        _next_phase(ctx, mask)
+
+    return run
+
+
+def _new_phase_then(step: Any) -> Any:
+    """The next phase, then `step`: `sync.uniform_load` is a barrier whose read belongs to the
+    phase after it."""
+    def run(ctx: Ctx, mask: Any) -> None:
+        _next_phase(ctx, mask)
+        step(ctx, mask)
 
     return run
 
 
 def _access(step: Any, op: Op, raw: dict[int, tuple[int, bool]]) -> Any:
     ptr_id = op.operands[0].id
-    kind = "read" if op.name == "memory.load" else "write" if op.name == "memory.store" \
-        else "atomic"
+    kind = "read" if op.name in ("memory.load", "sync.uniform_load") else \
+        "write" if op.name == "memory.store" else "atomic"
     is_write = op.name in _STORES or op.name in _ATOMICS
     value_id = op.operands[1].id if op.name in _STORES or op.name in _ATOMICS else \
         (op.results[0].id if op.results else None)

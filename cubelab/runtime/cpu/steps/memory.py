@@ -276,7 +276,8 @@ def scatter(ctx: Ctx, p: Ptr, value: np.ndarray, mask: Any) -> None:
 
 
 @builder("memory.load", "atomic.load")
-def _b_load(plan: Plan, op: Op, depth: int) -> Step:
+def load_step(plan: Plan, op: Op, depth: int) -> Step:
+    """The load behind operand 0 (also `sync.uniform_load`'s, after its barrier)."""
     a, r = op.operands[0].id, op.result.id
     view = id(op) in plan.view_loads
 

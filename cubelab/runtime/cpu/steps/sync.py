@@ -1,4 +1,5 @@
-"""Steps of the `sync.*` dialect: `sync.cube` and `sync.storage`.
+"""Steps of the `sync.*` dialect: `sync.cube`, `sync.storage` and `sync.uniform_load` (the
+barrier's check, then `memory.load`'s step).
 
 In lockstep every op finishes for every lane before the next starts, so a barrier is satisfied by
 construction — *provided every unit of the cube reaches it*. A barrier reached by only some units
@@ -14,16 +15,32 @@ import numpy as np
 
 from cubelab.ir.core import Op
 from cubelab.runtime.cpu.lanes import Ctx, DivergentBarrier
+from cubelab.runtime.cpu.steps import memory as memory_steps
 from cubelab.runtime.cpu.steps.registry import Step, builder
 
 if TYPE_CHECKING:
     from cubelab.runtime.cpu.plan import Plan
 
 
+_WHAT = {"sync.cube": "sync_cube()", "sync.storage": "sync_storage()",
+         "sync.uniform_load": "workgroup_uniform_load()"}
+
+
+@builder("sync.uniform_load")
+def _b_uniform_load(plan: Plan, op: Op, depth: int) -> Step:
+    barrier, load = _b_sync(plan, op, depth), memory_steps.load_step(plan, op, depth)
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        barrier(ctx, mask)
+        load(ctx, mask)
+
+    return step
+
+
 @builder("sync.cube", "sync.storage")
 def _b_sync(plan: Plan, op: Op, depth: int) -> Step:
     kernel = plan.definition
-    what = "sync_cube()" if op.name == "sync.cube" else "sync_storage()"
+    what = _WHAT[op.name]
 
     def step(ctx: Ctx, mask: Any) -> None:
         if mask is None and ctx.contiguous:
