@@ -241,5 +241,9 @@ def row_mask(mask: np.ndarray, ndim: int) -> np.ndarray:
 
 
 def plane_size(ctx: Ctx) -> int:
-    """Units per plane (subgroup) in this launch: never more than a cube has."""
-    return min(ctx.launch.plane_size, ctx.U)
+    """Units per plane (subgroup): the device's width (`CpuServer.plane_size`, 32), whatever the
+    cube's size — as a GPU reports its subgroup width (lavapipe 8, most NVIDIA 32). A cube
+    smaller than a plane, or the tail of a cube whose size it does not divide, fills only part
+    of one: the lanes past the cube's last unit do not exist, so they are inactive for every
+    plane op, as on a GPU."""
+    return ctx.launch.plane_size

@@ -1,8 +1,9 @@
 """Steps of the `plane.*` (subgroup) dialect: reduce, scan, vote, ballot, broadcast, shuffle,
 elect.
 
-A plane is `plane_size` consecutive units of one cube (never more than a cube has); only the
-*active* units of a plane take part, as on a GPU under divergence. Not emulated: the GPU's float
+A plane is `plane_size` (32) consecutive units of one cube; a cube smaller than that, or its
+last plane, fills only part of one. Only the *active* units of a plane take part, as on a GPU
+under divergence or in a partial plane. Not emulated: the GPU's float
 summation order in `plane.reduce` (tests compare floats with a tolerance).
 """
 
