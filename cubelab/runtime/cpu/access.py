@@ -19,10 +19,10 @@ pure functions over records — so they are testable on hand-made records and us
 The trap: the interpreter runs units in lockstep, so a racy kernel usually *computes the right
 answer here* (and often on lavapipe). Races are found from the records, never from the output.
 
-`phase` is the number of barriers (`sync_cube`/`sync_storage`) the unit had passed when it made
-the access. `index` is the index *as the kernel computed it* — before CheckedIo's clamp and
-before the runtime zeroes a read or drops a write — so an out-of-bounds access is seen where it
-happened (`OobRecord.outcome` says what then happened to it).
+`phase` is the number of barriers (`sync_cube`/`sync_storage`/`workgroup_uniform_load`) the unit
+had passed when it made the access. `index` is the index *as the kernel computed it* — before
+CheckedIo's clamp and before the runtime zeroes a read or drops a write — so an out-of-bounds
+access is seen where it happened (`OobRecord.outcome` says what then happened to it).
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ wrappers can read the index each unit computed — in particular the index *befo
   launch's `AccessLog` — a handful of array operations per op, never a loop over units. An index
   outside the array also becomes an `OobRecord` with what then happened to the access.
 - Phases: after a `sync_cube()`/`sync_storage()`, the phase of every unit that passed it
-  increases by one (kept per ABSOLUTE_POS, so compacted branches count right).
+  increases by one (kept per ABSOLUTE_POS, so compacted branches count right);
+  `workgroup_uniform_load` is a barrier too, and its read is the first of the new phase.
 - Non-finite: after a float arithmetic or math op, a unit whose result is inf or NaN while its
   operands are finite is reported (unit, op, operands, line).
 
