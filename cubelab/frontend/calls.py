@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Callable, Sequence
 
-from cubelab.frontend import library, memory
+from cubelab.frontend import library, memory, sequences
 from cubelab.frontend.hints import plain_call_hint
 from cubelab.frontend.operands import (
     KERNEL_VALUES,
@@ -120,6 +120,8 @@ def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos) -> Any:
             return _vector_new(s, args[0])
         raise error(s, f"`Vector.{name}` is not available", "available: Vector.new(x)")
     obj_r = read(s, obj)
+    if isinstance(obj_r, sequences.Sequence):
+        return sequences.method(s, obj_r, name, args)
     if isinstance(obj_r, RV):
         fn = library.METHODS.get(name)
         if fn is not None:  # CubeCL's `x.sqrt()`, `v.dot(w)`, `n.count_ones()`

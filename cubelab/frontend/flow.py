@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from cubelab.errors import RangeWrapWarning
+from cubelab.frontend import sequences
 from cubelab.frontend.calls import call
 from cubelab.frontend.memory import length, load
 from cubelab.frontend.operands import (
@@ -531,6 +532,10 @@ def for_each(s: Scope, seq: Any, body: Callable[[Any], None], exits: bool = Fals
     item; a buffer, array or slice (`for v in x[2:4]`) is a runtime loop over its items."""
     s.at(*at)
     seq = read(s, seq)
+    if isinstance(seq, sequences.Sequence):  # a list of runtime values: each item read as its turn comes
+        items = seq.items
+        _unroll(s, items, lambda item: body(read(s, item)))
+        return
     if isinstance(seq, (tuple, list)):
         if len(seq) > MAX_UNROLL:
             raise error(s, f"a loop over {len(seq)} comptime items (unroll limit {MAX_UNROLL})",

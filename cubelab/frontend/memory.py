@@ -40,6 +40,7 @@ from cubelab.frontend.operands import (
     ty_of,
     value,
 )
+from cubelab.frontend import sequences
 from cubelab.frontend.operators import binop
 from cubelab.frontend.types import ArrayKind
 from cubelab.frontend.values import RV, ArrayRef, AtomicRef, BufferRef, SliceView
@@ -196,10 +197,12 @@ def length(s: Scope, obj: Indexable) -> RV:
     return RV(s.emit("buffer.len", [obj.v], U32))
 
 
-def subslice(s: Scope, obj: Any, lower: Any, upper: Any, at: Pos) -> SliceView:
+def subslice(s: Scope, obj: Any, lower: Any, upper: Any, at: Pos) -> Any:
     """`x[a:b]` (either bound may be left out): a view with its own `len()`."""
     s.at(*at)
     obj = read(s, obj)
+    if isinstance(obj, sequences.Sequence):
+        return sequences.get(s, obj, slice(read(s, lower), read(s, upper)))
     if not isinstance(obj, (BufferRef, ArrayRef, SliceView)):
         raise error(s, f"{describe(obj)} cannot be sliced",
                         "slice a buffer, tensor, array or another slice: x[a:b]")
@@ -291,6 +294,8 @@ def getitem(s: Scope, obj: Any, idx: Any, at: Pos) -> Any:
     obj = read(s, obj)
     if isinstance(obj, (BufferRef, ArrayRef, SliceView)):
         return load(s, obj, idx)
+    if isinstance(obj, sequences.Sequence):
+        return sequences.get(s, obj, idx)
     if isinstance(obj, RV) and ty_of(obj.v).width > 1:
         return vector_component(s, obj.v, idx)
     idx = read(s, idx)
@@ -309,6 +314,9 @@ def setitem(s: Scope, obj: Any, idx: Any, x: Any, at: Pos) -> None:
     s.at(*at)
     if isinstance(obj, (BufferRef, ArrayRef, SliceView)):
         store(s, obj, idx, x, at)
+        return
+    if isinstance(obj, sequences.Sequence):
+        sequences.put(s, obj, idx, x)
         return
     raise error(s, f"{describe(read(s, obj))} cannot be assigned by index",
                 "assign into a SliceMut / TensorMut argument, an Array or shared memory")

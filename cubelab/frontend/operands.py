@@ -12,7 +12,7 @@ Why a module of its own: these helpers used to live in `ops.py`, which also disp
 dodged by an import at the bottom of `ops.py`). Here they depend on nothing above `values` and
 `types`, so the vocabulary's modules import downward only:
 
-    values, types → operands → library, debug_print → operators → memory → calls
+    values, types → operands → sequences, library, debug_print → operators → memory → calls
       → variables → flow → matching → ops (the `__cl` face the expanded code calls)
 
 The trap: a Python value meeting a Python value stays Python (that is what comptime means); only
@@ -181,6 +181,26 @@ def value(s: Scope, x: Any, like: Ty | None = None) -> Value:
                     "read it with .load() (or use fetch_add, swap, ...)")
     raise error(s, f"{describe(x)} cannot be used as a kernel value",
                 "kernel values are numbers, typed values (f32(1.0)) and results of kernel ops")
+
+
+def store_local(s: Scope, var: LocalVar, x: Any) -> None:
+    """`var = x` for a mutable local: a local keeps its first type (a scalar meeting a vector
+    local is splatted), else the error says which cast to write."""
+    assert isinstance(var.ptr.type, Pointer)
+    ty = var.ptr.type.pointee
+    assert isinstance(ty, Ty)
+    x = read(s, x)
+    v = value(s, x, ty.with_width(1))
+    if isinstance(x, RV) and x.splat:
+        v = splat(s, v, ty.width)
+    vt = ty_of(v)
+    if vt != ty:
+        if vt.width == 1 and vt.elem is ty.elem:
+            v = splat(s, v, ty.width)
+        else:
+            raise error(s, f"`{var.name}` holds {ty} but is assigned {vt}",
+                        f"a local keeps its first type; cast: {ty.elem.value}(...)")
+    s.register("memory.store", [var.ptr, v])
 
 
 def ty_of(v: Value) -> Ty:

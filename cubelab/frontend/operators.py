@@ -18,6 +18,7 @@ from cubelab.frontend.operands import (
     Pos,
     as_bool,
     const,
+    describe,
     error,
     is_pure,
     is_py,
@@ -88,6 +89,18 @@ _FAST_FLOAT = {"add": "arith.add", "sub": "arith.sub", "mul": "arith.mul", "div"
                "mod": "arith.rem"}
 
 
+def _list_op(s: Scope, op: str, a: Any, b: Any) -> list[Any]:
+    """Building a list at expansion: `[x] * n` / `n * [x]` with a comptime int n, `xs + ys`."""
+    if op == "add" and isinstance(a, list) and isinstance(b, list):
+        return a + b
+    if op == "mul":
+        items, n = (a, b) if isinstance(a, list) else (b, a)
+        if isinstance(n, int) and not isinstance(n, bool) and isinstance(items, list):
+            return items * n
+    raise error(s, f"a list {'repeated' if op == 'mul' else 'joined'} with {describe(b)}",
+                "build lists with [x] * n (n a comptime int), xs + ys, or append")
+
+
 def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
     s.at(*at)
     given = (a, b)
@@ -113,6 +126,8 @@ def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
         return library.power(s, a, b, at)
     if is_py(a) and is_py(b):
         return _PY_BIN[op](a, b)
+    if op in ("mul", "add") and (isinstance(a, list) or isinstance(b, list)):
+        return _list_op(s, op, a, b)  # `[f32(0.0)] * 4`, `xs + ys`: Python's, at expansion
     if op not in _PY_BIN:
         raise error(s, f"the operator for {op!r} is not part of the kernel language yet")
     if op in ("lshift", "rshift"):

@@ -10,6 +10,7 @@ It holds no logic: the vocabulary lives in modules by subject, each importing on
 it (no circle):
 
     operands.py   reading names, literals, casts, operand pairing, the error with a caret
+    sequences.py  lists of runtime values at a comptime length (CubeCL's Sequence)
     memory.py     buffers, arrays, shared memory, sub-slices, tensors, atomics; x[i], x[i] = v
     library.py    math, `select`, barriers, plane ops (the functions a kernel may call)
     operators.py  + - * / // % ** << >> & | ^, comparisons, and/or/not, unary minus

@@ -10,30 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from cubelab.frontend import sequences
 from cubelab.frontend.calls import call
-from cubelab.frontend.operands import Pos, default_ty, error, is_py, read, splat, ty_of, value
+from cubelab.frontend.operands import Pos, default_ty, error, is_py, read, store_local, ty_of
 from cubelab.frontend.operators import binop
 from cubelab.frontend.values import RV, UNBOUND, ArrayRef, AtomicRef, BufferRef, LocalVar, SliceView
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import Pointer, Ty
-
-
-def _store_var(s: Scope, var: LocalVar, x: Any) -> None:
-    assert isinstance(var.ptr.type, Pointer)
-    ty = var.ptr.type.pointee
-    assert isinstance(ty, Ty)
-    x = read(s, x)
-    v = value(s, x, ty.with_width(1))
-    if isinstance(x, RV) and x.splat:
-        v = splat(s, v, ty.width)
-    vt = ty_of(v)
-    if vt != ty:
-        if vt.width == 1 and vt.elem is ty.elem:
-            v = splat(s, v, ty.width)
-        else:
-            raise error(s, f"`{var.name}` holds {ty} but is assigned {vt}",
-                        f"a local keeps its first type; cast: {ty.elem.value}(...)")
-    s.register("memory.store", [var.ptr, v])
 
 
 def assign(s: Scope, current: Any, x: Any, name: str, mutable: bool, at: Pos) -> Any:
@@ -42,10 +25,12 @@ def assign(s: Scope, current: Any, x: Any, name: str, mutable: bool, at: Pos) ->
     every branch writes the same storage and the value survives after the `if`/loop."""
     s.at(*at)
     if isinstance(current, LocalVar):
-        _store_var(s, current, x)
+        store_local(s, current, x)
         return current
     if isinstance(x, (BufferRef, ArrayRef, SliceView, AtomicRef)):
         return x
+    if isinstance(x, list):  # a list bound to a name: CubeCL's Sequence (sequences.py)
+        return sequences.make(s, x, name)
     x = read(s, x)
     if not mutable:
         return x
@@ -56,7 +41,7 @@ def assign(s: Scope, current: Any, x: Any, name: str, mutable: bool, at: Pos) ->
     else:
         ty, by_literal = default_ty(x), at
     var = LocalVar(s.declare_var(ty, name), name, by_literal)
-    _store_var(s, var, x)
+    store_local(s, var, x)
     return var
 
 
