@@ -398,7 +398,7 @@ def every_op_kernel() -> KernelDefinition:
     c = s.emit("arith.not", [c], b4)
     r = s.emit("arith.select", [c, r, xv], v4)
     r = s.emit("arith.select", [flag, r, xv], v4)
-    e0 = s.emit("vector.extract", [r], F32, index=2)
+    e0 = s.emit("vector.extract", [s.emit("vector.insert", [r, a], v4, index=2)], F32, index=2)
     ii = s.emit("arith.cast", [e0], I32)
     ii = s.emit("math.unary", [ii], I32, fn="abs")
     u = s.emit("arith.cast", [ii], U32)

@@ -413,6 +413,15 @@ class _Emitter(InfoReads):
     def op_vector_splat(self, op: Op) -> None:
         self.splat[op.result.id] = self.value(op.operands[0])
 
+    def op_vector_insert(self, op: Op) -> None:
+        v, x = op.operands
+        ty = op.result.type
+        assert isinstance(ty, Ty)
+        k = int(op.attrs["index"])
+        # component form, as elementwise results are: built whole only where a use needs it
+        self.comps[op.result.id] = [self.value(x) if i == k else self.component(v, i)
+                                    for i in range(ty.width)]
+
     def op_builtin_read(self, op: Op) -> None:
         name = op.attrs["name"]
         if name not in _BUILTINS:

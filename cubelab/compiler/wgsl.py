@@ -305,6 +305,14 @@ class _Emitter(InfoReads):
     def op_vector_splat(self, op: Op) -> None:
         self.let(op, f"{wgsl_type(op.result.type)}({op.operands[0].name})")
 
+    def op_vector_insert(self, op: Op) -> None:
+        v, x = op.operands
+        ty = op.result.type
+        assert isinstance(ty, Ty)
+        k = int(op.attrs["index"])
+        parts = [x.name if i == k else f"{v.name}[{i}]" for i in range(ty.width)]
+        self.let(op, f"{wgsl_type(ty)}({', '.join(parts)})")
+
     # -- kernel inputs ------------------------------------------------------------------------
     def op_builtin_read(self, op: Op) -> None:
         self.let(op, _BUILTINS[op.attrs["name"]])

@@ -37,13 +37,14 @@ from cubelab.frontend.operands import (
     index_value,
     item_value,
     read,
+    store_local,
     ty_of,
     value,
 )
 from cubelab.frontend import sequences
 from cubelab.frontend.operators import binop
 from cubelab.frontend.types import ArrayKind
-from cubelab.frontend.values import RV, ArrayRef, AtomicRef, BufferRef, SliceView
+from cubelab.frontend.values import RV, ArrayRef, AtomicRef, BufferRef, LocalVar, SliceView
 from cubelab.ir.core import Op, Value
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import U32, Array, Atomic, Elem, Pointer, RuntimeArray, Ty
@@ -288,6 +289,29 @@ def vector_component(s: Scope, v: Value, idx: Any) -> Any:
     return RV(s.emit("vector.extract", [v], Ty(ty.elem), index=idx))
 
 
+def set_component(s: Scope, var: LocalVar, idx: Any, x: Any) -> None:
+    """`v[k] = x` on a local vector (CubeCL's `line[k] = x`): the local gets the vector with
+    component k replaced (`vector.insert`), k a comptime int. A runtime k stays refused, as
+    for reads: WGSL could index a `var` vector, but MSL's vectors here are the seed's structs
+    (`float_4 {i_0 .. i_3}`), which have no runtime component index."""
+    current = read(s, var)
+    ty = ty_of(current.v)
+    if ty.width == 1:
+        raise error(s, f"`{var.name}` holds a {ty}, not a vector; it cannot be assigned by "
+                    "index", f"assign it whole: `{var.name} = ...`")
+    k = read(s, idx)
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise error(s, "a vector component index must be a comptime int",
+                    "write v[0] .. v[3] (or unroll the loop over components)")
+    if not 0 <= k < ty.width:
+        raise error(s, f"component {k} of a vector of width {ty.width}")
+    item = value(s, x, Ty(ty.elem))
+    if ty_of(item) != Ty(ty.elem):
+        raise error(s, f"component {k} of `{var.name}` is a {ty.elem.value}, assigned a "
+                    f"{ty_of(item)}", f"cast: {ty.elem.value}(...)")
+    store_local(s, var, RV(s.emit("vector.insert", [current.v, item], ty, index=k)))
+
+
 # -- indexing (the `__cl` entry points) -----------------------------------------------------------
 def getitem(s: Scope, obj: Any, idx: Any, at: Pos) -> Any:
     s.at(*at)
@@ -318,6 +342,12 @@ def setitem(s: Scope, obj: Any, idx: Any, x: Any, at: Pos) -> None:
     if isinstance(obj, sequences.Sequence):
         sequences.put(s, obj, idx, x)
         return
+    if isinstance(obj, LocalVar):
+        set_component(s, obj, idx, x)
+        return
+    if isinstance(obj, RV) and ty_of(obj.v).width > 1:
+        raise error(s, "a vector component can be assigned only in a local variable",
+                    "copy the vector into a local first: `w = v`, `w[0] = x`, then store `w`")
     raise error(s, f"{describe(read(s, obj))} cannot be assigned by index",
                 "assign into a SliceMut / TensorMut argument, an Array or shared memory")
 
@@ -328,4 +358,4 @@ def augsetitem(s: Scope, obj: Any, idx: Any, op: str, x: Any, at: Pos) -> None:
 
 
 __all__ = ["new_array", "load", "store", "subslice", "getitem", "setitem", "augsetitem",
-           "atomic_method", "buffer_method", "vector_component", "Elem"]
+           "atomic_method", "buffer_method", "set_component", "vector_component", "Elem"]

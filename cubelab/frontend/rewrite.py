@@ -105,6 +105,7 @@ class _Analysis(ast.NodeVisitor):
         self.nested: set[str] = set()
         self.aug: set[str] = set()
         self.loop_targets: set[str] = set()
+        self.subscripted: set[str] = set()  # names assigned through an index: `v[0] = x`
         # names assigned something other than `comptime(...)` somewhere
         self.runtime_assigned: set[str] = set()
         self.depth = 0
@@ -116,9 +117,15 @@ class _Analysis(ast.NodeVisitor):
             if self.depth:
                 self.nested.add(t.id)
 
+    def _subscripted(self, t: ast.expr) -> None:
+        # `v[0] = x` on a local vector stores the new vector back into `v`: a mutable local
+        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+            self.subscripted.add(t.value.id)
+
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
             self._target(t)
+            self._subscripted(t)
             if isinstance(t, ast.Name) and not _is_comptime_call(node.value):
                 self.runtime_assigned.add(t.id)
         self.generic_visit(node)
@@ -131,6 +138,7 @@ class _Analysis(ast.NodeVisitor):
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._target(node.target)
+        self._subscripted(node.target)
         if isinstance(node.target, ast.Name):
             self.aug.add(node.target.id)
             self.runtime_assigned.add(node.target.id)
@@ -666,6 +674,9 @@ def rewrite(fn_node: ast.FunctionDef, kernel: str, file: str, lines: list[str],
         analysis.visit(st)
     param_names = {p.name for p in params}
     mutable = {n for n, c in analysis.sites.items() if c > 1} | analysis.aug | analysis.nested
+    # a local assigned through an index (`v[0] = x` on a vector) must be storage; a buffer,
+    # array or list under such a name is unaffected (`assign` passes those through)
+    mutable |= analysis.subscripted & set(analysis.sites)
     # A loop target is its body closure's parameter, so it is never "mutable" by being a loop
     # target; a name that is both a loop target and assigned elsewhere (`for j in ...` then
     # later `j = u32(0)` and `j += 1`) must stay mutable there.

@@ -83,6 +83,9 @@ OPS: dict[str, str] = {
                 "may not round once",
     # -- vectors ------------------------------------------------------------------------------
     "vector.splat": "a vector whose every component is the scalar operand",
+    "vector.insert": "operands [vector, scalar of its element type]: the vector with component "
+                     "`index` (attr, a Python int < width) replaced by the scalar (a new value; "
+                     "the operand is unchanged)",
     "vector.extract": "component `index` (attr, a Python int < width) of a vector operand",
     # -- kernel inputs ------------------------------------------------------------------------
     "builtin.read": "a primitive builtin u32 (attr name: workgroup_id_x/y/z, num_workgroups_x/y/z, "

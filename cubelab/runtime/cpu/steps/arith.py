@@ -209,6 +209,20 @@ def _b_splat(plan: Plan, op: Op, depth: int) -> Step:
     return step
 
 
+@builder("vector.insert")
+def _b_insert(plan: Plan, op: Op, depth: int) -> Step:
+    i = int(op.attrs["index"])
+    a, x, r = op.operands[0].id, op.operands[1].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        v, c = ctx.env[a], ctx.env[x]
+        out = np.array(np.broadcast_to(v, (max(v.shape[0], c.shape[0]),) + v.shape[1:]))
+        out[:, i] = c
+        ctx.env[r] = out
+
+    return step
+
+
 @builder("vector.extract")
 def _b_extract(plan: Plan, op: Op, depth: int) -> Step:
     i = int(op.attrs["index"])
