@@ -11,9 +11,9 @@ import pytest
 
 from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.exercises.ch05 import checked_io
+from cubelab.prelude import (ABSOLUTE_POS, Atomic, Slice, SliceMut, Vector, cube, debug_print, f32,
+                             i32, u32)
 from tests.fixtures.failing_kernels import forever
-from cubelab.prelude import (ABSOLUTE_POS, Atomic, Slice, SliceMut, cube, debug_print, f32, i32,
-                             u32)
 
 ONE = CubeCount.Static(1)
 
@@ -212,3 +212,31 @@ def test_pow_edges_and_nan_casts_agree_on_both_runtimes(client):  # type: ignore
     want = [0, 0, 1, 0, 0, 0, 2, -2, -2, 0]  # NaN -> 0 (lavapipe's own cast gave i32 MIN)
     np.testing.assert_array_equal(read(client, i32, c), want)
     np.testing.assert_array_equal(read(client, u32, u), [max(w, 0) for w in want])
+
+
+# -- a view shorter than its handle --------------------------------------------------------------
+@cube(launch_unchecked=True)
+def fill_past(out: SliceMut[f32], n: u32):
+    i = ABSOLUTE_POS
+    if i < n:  # n is larger than out's length: the kernel's own guard is wrong
+        out[i] = f32(5.0)
+
+
+@cube(launch_unchecked=True)
+def fill_past_vec(out: SliceMut[Vector[f32, 4]]):
+    out[ABSOLUTE_POS] = out[ABSOLUTE_POS] * f32(0.0) + f32(5.0)  # the scalars are splatted
+
+
+def test_a_view_shorter_than_its_handle_is_all_a_kernel_can_touch(client):  # type: ignore[no-untyped-def]
+    # A BufferArg declares a length; the memory past it (still inside the handle) belongs to
+    # the student's other data. wgpu once bound the whole handle, so an unguarded write landed
+    # there while the CPU runtime dropped it.
+    h = client.create_from_slice(f32.as_bytes(np.full(16, 7, np.float32)))
+    fill_past.launch_unchecked(client, ONE, CubeDim.new_1d(16), BufferArg.from_raw_parts(h, 4), 16)
+    np.testing.assert_array_equal(f32.from_bytes(client.read_one(h)), [5] * 4 + [7] * 12)
+    v = client.create_from_slice(f32.as_bytes(np.full(64, 7, np.float32)))
+    fill_past_vec.launch_unchecked(client, ONE, CubeDim.new_1d(16), BufferArg.from_raw_parts(v, 8))
+    np.testing.assert_array_equal(f32.from_bytes(client.read_one(v)), [5] * 8 + [7] * 56)
+    e = client.create_from_slice(f32.as_bytes(np.full(4, 7, np.float32)))
+    fill_past.launch_unchecked(client, ONE, CubeDim.new_1d(4), BufferArg.from_raw_parts(e, 0), 4)
+    np.testing.assert_array_equal(f32.from_bytes(client.read_one(e)), [7] * 4)

@@ -166,6 +166,7 @@ class WgpuServer(Server):
         # stream -> [encoder, open compute pass, pipeline set last, bind group set last]
         self._open: dict[int, list[Any]] = {}
         self._barrier = self.device.create_buffer(size=4, usage=self._usage)
+        self._empty_view = self.device.create_buffer(size=16, usage=self._usage)
         # a dynamic count whose page the dispatch also binds is copied here first (see above)
         self._indirect = self.device.create_buffer(size=16, usage=U.INDIRECT | U.COPY_DST)
         self.init_memory(MemoryConfiguration(alignment=max(4, self.properties.memory_alignment)))
@@ -298,10 +299,19 @@ class WgpuServer(Server):
             info = self.device.create_buffer_with_data(data=info_bytes, usage=self._usage)
             self._info[info_bytes] = info
         resources = []
+        params = entry.definition.buffers
         for i, b in enumerate(buffers):
             s = self.slice_of(b.handle, f"launch of `{entry.definition.name}`")
-            resources.append({"binding": i, "resource": {
-                "buffer": s.page.storage, "offset": s.offset, "size": _pad4(b.handle.size)}})
+            # A slice binds only the items it declares: past them (still inside the handle) is
+            # the student's other data, which an unguarded index must not reach — wgpu then
+            # reads 0 and drops the write there, as past a handle's end. A tensor binds its
+            # handle (its strides may reach anywhere in it). An empty view binds a scratch word.
+            size = _pad4(b.handle.size)
+            if b.shape is None:
+                size = min(size, b.items * params[i].item.size)
+            resource = ({"buffer": s.page.storage, "offset": s.offset, "size": size} if size
+                        else {"buffer": self._empty_view, "offset": 0, "size": 16})
+            resources.append({"binding": i, "resource": resource})
         resources.append({"binding": len(bindings.buffers),
                           "resource": {"buffer": info, "offset": 0, "size": len(info_bytes)}})
         if entry.definition.loop_budget is not None:
