@@ -83,7 +83,8 @@ def wrong_type(x: Slice[Vector[f32, 2]], out: SliceMut[Vector[f32, 2]]):
 @cube(launch=True)
 def scalar_local(x: Slice[f32], out: SliceMut[f32]):
     s = x[0]
-    s[0] = f32(1.0)
+    s[0] = f32(1.0)  # a scalar is a vector of width 1 (generic code with N = 1)
+    s[1] = f32(2.0)
     out[0] = s
 
 
@@ -92,7 +93,7 @@ def scalar_local(x: Slice[f32], out: SliceMut[f32]):
      "v[UNIT_POS] = "),
     (past_the_width, "component 2 of a vector of width 2", "", "v[2] = "),
     (wrong_type, "component 1 of `v` is a f32, assigned a u32", "cast: f32(...)", "v[1] = "),
-    (scalar_local, "`s` holds a f32, not a vector", "assign it whole", "s[0] = "),
+    (scalar_local, "component 1 of a vector of width 1", "", "s[1] = "),
 ])
 def test_vector_component_misuses_are_refused_with_a_caret(kernel, message, hint, caret):
     with pytest.raises(KernelSourceError) as info:

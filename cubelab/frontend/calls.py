@@ -51,7 +51,7 @@ def comptime(s: Scope, thunk: Callable[[], Any], names: dict[str, Any], at: Pos)
 
 def scalar_method(s: Scope, kind: ScalarKind, name: str, args: Sequence[Any]) -> Any:
     """`F.new(x)`, `F.cast_from(x)`, `F.max(a, b)` & co. on a (resolved) scalar type."""
-    if name in ("new", "cast_from") and len(args) == 1:
+    if name in ("new", "cast_from", "from_int") and len(args) == 1:
         return cast(s, kind, args[0])
     if name in ("min", "max"):
         typed_args = [cast(s, kind, a) if is_py(read(s, a)) else a for a in args]

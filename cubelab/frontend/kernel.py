@@ -207,6 +207,10 @@ class CubeFunction:
             if p.kind == "buffer":
                 add(p.spec.elem_spec)
                 add(p.spec.width_spec)
+        # a generic named only in the body (`for k in unroll(range(N))`, `F.new(0.0)`) is bound
+        # at launch too, after those of the signature
+        for name in self.rewritten.free_names:
+            add(self.fn.__globals__.get(name))
         return found
 
     def _compile_expand(self) -> Callable[..., Any]:

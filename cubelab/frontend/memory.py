@@ -286,19 +286,19 @@ def vector_component(s: Scope, v: Value, idx: Any) -> Any:
                         "write v[0] .. v[3] (or unroll the loop over components)")
     if not 0 <= idx < ty.width:
         raise error(s, f"component {idx} of a vector of width {ty.width}")
+    if ty.width == 1:  # Vector[F, N] with N = 1 is the scalar itself
+        return RV(v)
     return RV(s.emit("vector.extract", [v], Ty(ty.elem), index=idx))
 
 
 def set_component(s: Scope, var: LocalVar, idx: Any, x: Any) -> None:
     """`v[k] = x` on a local vector (CubeCL's `line[k] = x`): the local gets the vector with
-    component k replaced (`vector.insert`), k a comptime int. A runtime k stays refused, as
+    component k replaced (`vector.insert`), k a comptime int; a scalar is a vector of width 1
+    (`Vector[F, N]` with N = 1), so `s[0] = x` assigns it whole. A runtime k stays refused, as
     for reads: WGSL could index a `var` vector, but MSL's vectors here are the seed's structs
     (`float_4 {i_0 .. i_3}`), which have no runtime component index."""
     current = read(s, var)
     ty = ty_of(current.v)
-    if ty.width == 1:
-        raise error(s, f"`{var.name}` holds a {ty}, not a vector; it cannot be assigned by "
-                    "index", f"assign it whole: `{var.name} = ...`")
     k = read(s, idx)
     if not isinstance(k, int) or isinstance(k, bool):
         raise error(s, "a vector component index must be a comptime int",
@@ -309,6 +309,9 @@ def set_component(s: Scope, var: LocalVar, idx: Any, x: Any) -> None:
     if ty_of(item) != Ty(ty.elem):
         raise error(s, f"component {k} of `{var.name}` is a {ty.elem.value}, assigned a "
                     f"{ty_of(item)}", f"cast: {ty.elem.value}(...)")
+    if ty.width == 1:  # a scalar is a vector of width 1: `v[0] = x` assigns it whole
+        store_local(s, var, RV(item))
+        return
     store_local(s, var, RV(s.emit("vector.insert", [current.v, item], ty, index=k)))
 
 
@@ -320,8 +323,8 @@ def getitem(s: Scope, obj: Any, idx: Any, at: Pos) -> Any:
         return load(s, obj, idx)
     if isinstance(obj, sequences.Sequence):
         return sequences.get(s, obj, idx)
-    if isinstance(obj, RV) and ty_of(obj.v).width > 1:
-        return vector_component(s, obj.v, idx)
+    if isinstance(obj, RV) and (ty_of(obj.v).width > 1 or isinstance(read(s, idx), int)):
+        return vector_component(s, obj.v, idx)  # a scalar is a vector of width 1 (`v[0]`)
     idx = read(s, idx)
     if not isinstance(obj, KERNEL_VALUES) and not isinstance(idx, KERNEL_VALUES) \
             and hasattr(obj, "__getitem__"):

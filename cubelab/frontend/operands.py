@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from cubelab.errors import KernelSourceError
 from cubelab.frontend.hints import literal_range_hint
-from cubelab.frontend.types import ScalarKind
+from cubelab.frontend.types import GenericSize, ScalarKind
 from cubelab.frontend.values import (
     RV,
     ArrayRef,
@@ -159,7 +159,17 @@ def read(s: Scope, x: Any) -> Any:
         return RV(s.emit("memory.load", [x.ptr], x.ptr.type.pointee))
     if isinstance(x, Builtin):
         return RV(builtin_value(s, x.name))
+    if isinstance(x, GenericSize):  # `N = Size.generic("N")` in the body: the launch's int
+        return size_value(s, x)
     return x
+
+
+def size_value(s: Scope, size: GenericSize) -> int:
+    if size.name not in s.types:
+        raise error(s, f"the Size generic {size.name} has no value in this launch",
+                    f"name {size.name} in the kernel itself (its signature or body), so the "
+                    "launch takes its value")
+    return size.resolve(s)
 
 
 def value(s: Scope, x: Any, like: Ty | None = None) -> Value:

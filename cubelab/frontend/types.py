@@ -194,25 +194,29 @@ Vector = _VectorNamespace()
 
 
 class AtomicSpec:
-    """`Atomic[u32]` / `Atomic[i32]`: an item only the atomic methods may touch."""
+    """`Atomic[u32]` / `Atomic[i32]`: an item only the atomic methods may touch. `Atomic[I]`
+    with `I = Int.generic("I")` is bound per launch (`k.launch[u32]`), as `Slice[F]` is."""
 
-    def __init__(self, kind: ScalarKind) -> None:
+    def __init__(self, kind: ScalarKind | GenericScalar) -> None:
         self.kind = kind
 
     def __repr__(self) -> str:
         return f"Atomic[{self.kind!r}]"
 
     def resolve(self, scope: "Scope") -> AtomicTy:
-        return AtomicTy(self.kind.elem)
+        return AtomicTy(self.kind.resolve(scope).elem)
 
 
 class _AtomicNamespace:
     @api_boundary
     def __getitem__(self, kind: Any) -> AtomicSpec:
-        if kind is not u32 and kind is not i32:
+        kind = from_type_param(kind)
+        generic_int = isinstance(kind, GenericScalar) and kind.family == "Int"
+        if kind is not u32 and kind is not i32 and not generic_int:
             raise type_refusal(f"Atomic[...] holds u32 or i32 (WGSL has no other atomics), got "
-                               f"{kind!r}", "count in Atomic[u32] or Atomic[i32]; for float sums "
-                               "reduce in shared memory, or scale to integers")
+                               f"{kind!r}", "count in Atomic[u32] or Atomic[i32] (or Atomic[I] "
+                               "with I = Int.generic('I')); for float sums reduce in shared "
+                               "memory, or scale to integers")
         return AtomicSpec(kind)
 
     def __repr__(self) -> str:
