@@ -21,6 +21,8 @@ Layout follows the seed's MSL, translated to WebGPU:
 The traps: naga (wgpu 0.32) rejects `enable subgroups;` and has no `subgroupElect`, so plane ops
 are emitted without the directive and elect is `id == subgroupBroadcastFirst(id)`. WGSL shift
 amounts must be u32 and are taken mod 32 (the IR's documented rule). `abs` of a u32 is the value.
+Shared memory is zeroed by the kernel itself (`_zero_shared`): lavapipe, trusted by wgpu to do
+it, returned the previous dispatch's words.
 """
 
 from __future__ import annotations
@@ -546,11 +548,32 @@ def compile_wgsl(kernel: KernelDefinition) -> CompiledSource:
     )
     if kernel.loop_budget is not None:
         e.line("var guard_n: u32 = 0u; // loop iterations this unit has run (the loop guard)", 1)
+    _zero_shared(e, kernel)
     e.block(kernel.body)
     e.line("}", 0)
     notices = (dropped_print_notice(kernel.name, e.dropped_prints),) if e.dropped_prints else ()
     return CompiledSource("wgsl", kernel.entry, "\n".join(e.lines) + "\n", e.info, e.line_map,
                           notices)
+
+
+def _zero_shared(e: _Emitter, kernel: KernelDefinition) -> None:
+    """Shared memory is zero at kernel start (the IR's rule, and WGSL's). wgpu leaves that to
+    a driver that advertises zero-initialised workgroup memory, and lavapipe advertises it yet
+    handed a kernel the previous dispatch's values (tests/test_wgsl.py pins the case), so the
+    units zero every shared array themselves, strided, then meet at a barrier."""
+    arrays = [op for op in kernel.walk() if op.name == "shared.declare"]
+    if not arrays:
+        return
+    units = kernel.cube_dim[0] * kernel.cube_dim[1] * kernel.cube_dim[2]
+    for op in arrays:
+        ptr = op.result.type
+        assert isinstance(ptr, Pointer) and isinstance(ptr.pointee, Array)
+        name, item = e.shared_names[op.result.id], ptr.pointee.item
+        zero = (f"atomicStore(&{name}[z], 0{'u' if item.elem.value == 'u32' else 'i'});"
+                if isinstance(item, Atomic) else f"{name}[z] = {wgsl_type(item)}();")
+        e.line(f"for (var z: u32 = local_invocation_index; z < {ptr.pointee.length}u; "
+               f"z = z + {units}u) {{ {zero} }} // shared memory starts at zero", 1)
+    e.line("workgroupBarrier();", 1)
 
 
 def dropped_print_notice(kernel: str, lines: list[int | None]) -> str:
