@@ -6,6 +6,7 @@ guard on a runtime subject makes the match an if/elif chain."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 
 import numpy as np
@@ -163,3 +164,51 @@ def test_break_inside_a_runtime_match_arm_leaves_the_loop(client):
     out = zeros(client, 1, i32)
     first_negative.launch(client, CubeCount.Static(1), CubeDim.new_1d(1), up(client, xs), out)
     assert read(client, out, i32).tolist() == [2]
+
+
+@dataclasses.dataclass(frozen=True)
+class IndexAssign:
+    """CubeCL's `Operation::IndexAssign(index, value)`, a comptime enum with a payload."""
+
+    index: int
+    value: int
+
+
+@cube(launch=True)
+def const_match(output: SliceMut[f32], op: Comptime[object]):
+    match op:
+        case IndexAssign(index, value) if value > 100:
+            output[index] = f32(-1.0)
+        case IndexAssign(index, value):
+            output[index] = f32(u32(value))  # CubeCL's `F::cast_from(value.runtime())`
+        case (first, *rest):
+            output[0] = f32(first + len(rest))
+        case {"at": at, **more}:
+            output[at] = f32(len(more))
+
+
+@pytest.mark.parametrize("op,want", [
+    (IndexAssign(1, 5), [0.0, 5.0]),  # CubeCL's const_match: output[1] == 5
+    (IndexAssign(0, 500), [-1.0, 1.0]),  # the guard reads the captures
+    ((7, 8, 9), [9.0, 1.0]),
+])
+def test_structural_patterns_destructure_a_comptime_subject(client, op, want):
+    out = up(client, np.array([0.0, 1.0], np.float32))
+    const_match.launch(client, CubeCount.Static(1), CubeDim.new_1d(1), out, op)
+    np.testing.assert_array_equal(read(client, out), want)
+    ops = [o.name for o in instance(const_match, cube_dim=CubeDim.new_1d(1),
+                                    comptime=(op,)).define().walk()]
+    assert "scf.if" not in ops and "scf.switch" not in ops
+
+
+def test_a_mapping_pattern_on_a_comptime_value_binds_its_rest():
+    # a dict is not hashable, so not a Comptime argument; a frozen mapping-like tuple is not a
+    # mapping either: exercise the arm through instance() with a hashable Mapping
+    class Frozen(dict):  # type: ignore[type-arg]
+        def __hash__(self) -> int:  # type: ignore[override]
+            return hash(tuple(sorted(self.items())))
+
+    inst = instance(const_match, cube_dim=CubeDim.new_1d(1),
+                    comptime=(Frozen(at=1, a=2, b=3),))
+    stores = [o for o in inst.define().walk() if o.name == "memory.store"]
+    assert len(stores) == 1

@@ -2,11 +2,13 @@
 
 The contract. The rewriter hands `match_` the subject and, per arm, its alternatives (each
 `("==", value)` or `("is", None/True/False)`, as Python compares them; None for `case _:`), an
-optional guard thunk, the arm's body closure and the pattern's position.
+optional guard thunk, the arm's body closure, the pattern's position, and for a structural
+pattern (captures, class, sequence, mapping) a matcher: Python's own `match` with that one
+pattern, returning the captures the body and guard take as arguments.
 
 - A comptime subject (`Comptime[...]` argument, enum member, string, int, None) is matched in
   Python: only the arm taken is expanded, as a comptime `if` (CubeCL's macro leaves a `match`
-  on a comptime value to Rust). A guard that turns out to be a runtime bool becomes an `if`
+  on a comptime value to Rust, which destructures enums; here a matcher does). A guard that turns out to be a runtime bool becomes an `if`
   whose else is the rest of the arms.
 - A runtime i32/u32 scalar subject becomes one `scf.switch` (WGSL and MSL `switch`): each arm's
   values are comptime ints of the subject's type, `case 1 | 2:` is one case with two values,
@@ -16,7 +18,8 @@ optional guard thunk, the arm's body closure and the pattern's position.
   match becomes an if/elif chain (`x == 1 or x == 2`, then `and guard`, short-circuit).
 
 The trap: a runtime match is refused on floats, bools and vectors (WGSL's switch takes one
-i32/u32), and its patterns must be comptime ints; each refusal points at the subject or the
+i32/u32), and its patterns must be comptime ints (no captures: a captured runtime value would
+need a binding the switch cannot make); each refusal points at the subject or the
 pattern with the if/elif alternative.
 """
 
@@ -33,7 +36,10 @@ from cubelab.ir.scope import Scope
 from cubelab.ir.types import I32, U32
 
 Alternative = tuple[str, Any]
-Arm = tuple[list[Alternative] | None, Callable[[], Any] | None, Callable[[], None], Pos]
+# a structural pattern's matcher: subject -> its captures (a tuple) or None; and what it is
+Matcher = tuple[Callable[[Any], tuple[Any, ...] | None], str]
+Arm = tuple[list[Alternative] | None, Callable[..., Any] | None, Callable[..., None], Pos,
+            Matcher | None]
 
 
 def match_(s: Scope, subject: Any, arms: Sequence[Arm], at: Pos) -> None:
@@ -46,22 +52,33 @@ def match_(s: Scope, subject: Any, arms: Sequence[Arm], at: Pos) -> None:
 
 
 def _comptime(s: Scope, subject: Any, arms: list[Arm], at: Pos) -> None:
-    for k, (alternatives, guard, body, where) in enumerate(arms):
-        if alternatives is not None and not any(_equal(s, subject, a, where)
-                                                for a in alternatives):
+    for k, (alternatives, guard, body, where, matcher) in enumerate(arms):
+        captures: tuple[Any, ...] = ()
+        if matcher is not None:
+            s.at(*where)
+            try:
+                got = matcher[0](subject)
+            except Exception as exc:  # noqa: BLE001 - Python's own error, with the line
+                raise error(s, f"matching {subject!r}: Python raised {exc!r}", "", where) from None
+            if got is None:
+                continue
+            captures = got
+        elif alternatives is not None and not any(_equal(s, subject, a, where)
+                                                  for a in alternatives):
             continue
         if guard is None:
-            body()
+            body(*captures)
             return
         s.at(*where)
-        g = read(s, guard())
+        g = read(s, guard(*captures))
         if not isinstance(g, RV):
             if g:
-                body()
+                body(*captures)
                 return
             continue
         rest = arms[k + 1:]
-        if_(s, g, body, (lambda: _comptime(s, subject, rest, at)) if rest else None, where)
+        if_(s, g, lambda: body(*captures),
+            (lambda: _comptime(s, subject, rest, at)) if rest else None, where)
         return
 
 
@@ -86,7 +103,12 @@ def _runtime(s: Scope, subject: RV, arms: list[Arm], at: Pos) -> None:
                     "a runtime match switches on one i32 or u32; for floats, bools and vectors "
                     "write if/elif/else")
     checked: list[tuple[list[int] | None, Callable[[], Any] | None, Callable[[], None], Pos]] = []
-    for alternatives, guard, body, where in arms:
+    for alternatives, guard, body, where, matcher in arms:
+        if matcher is not None:
+            raise error(s, f"{matcher[1]} matches only a comptime subject, and this one is a "
+                        f"runtime {ty.elem.value}",
+                        "on a runtime value match comptime values (`case 1 | 2:`) or `_`, and "
+                        "use the subject itself instead of a capture", where)
         values = None if alternatives is None else \
             [_case_value(s, ty.elem.value, a, where) for a in alternatives]
         checked.append((values, guard, body, where))

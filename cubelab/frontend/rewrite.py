@@ -161,11 +161,40 @@ class _Analysis(ast.NodeVisitor):
         self._nested(node)
 
     def visit_Match(self, node: ast.Match) -> None:
+        for case in node.cases:  # bound names are parameters of the arm's closure
+            self.loop_targets |= _captures(case.pattern)
         self._nested(node)
 
     def visit_Name(self, node: ast.Name) -> None:
         if isinstance(node.ctx, ast.Load) and node.id not in self.loads:
             self.loads[node.id] = (node.lineno, node.col_offset)
+
+
+_STRUCTURAL = {ast.MatchAs: "a capture pattern", ast.MatchStar: "a capture pattern",
+               ast.MatchClass: "a class pattern", ast.MatchSequence: "a sequence pattern",
+               ast.MatchMapping: "a mapping pattern"}
+
+
+def _structural(p: ast.pattern) -> str | None:
+    """What makes a pattern more than comptime values, `|` and `_` (None if nothing does)."""
+    for sub in ast.walk(p):
+        if isinstance(sub, ast.MatchAs) and sub.pattern is None and sub.name is None:
+            continue  # `_`
+        kind = _STRUCTURAL.get(type(sub))
+        if kind is not None:
+            return kind
+    return None
+
+
+def _captures(p: ast.pattern) -> set[str]:
+    """The names a pattern binds (`case Op(index, value):` binds index and value)."""
+    names: set[str] = set()
+    for sub in ast.walk(p):
+        if isinstance(sub, (ast.MatchAs, ast.MatchStar)) and sub.name is not None:
+            names.add(sub.name)
+        elif isinstance(sub, ast.MatchMapping) and sub.rest is not None:
+            names.add(sub.rest)
+    return names
 
 
 def _is_comptime_call(v: ast.expr) -> bool:
@@ -473,30 +502,55 @@ class _Rewriter(ast.NodeTransformer):
     def visit_Match(self, node: ast.Match) -> list[ast.stmt]:
         """`match`: each arm's body becomes a closure, and `__cl.match_` decides at expansion —
         a comptime subject expands only the arm taken; a runtime i32/u32 one becomes an
-        `scf.switch` (or an if/elif chain when an arm has a guard). Patterns are comptime values
-        (literals, `None`, `Act.RELU`), `a | b` of them, or `_`."""
+        `scf.switch` (or an if/elif chain when an arm has a guard). Value patterns (literals,
+        `None`, `Act.RELU`), `a | b` of them and `_` are handed over as values; any other
+        pattern (captures, class, sequence, mapping) becomes a matcher function holding Python's
+        own `match` with that one pattern — it runs at expansion, on a comptime subject only,
+        and hands its captures to the arm (CubeCL destructures `#[comptime]` enums so)."""
         n = next(self.counter)
         out: list[ast.stmt] = []
         arms: list[ast.expr] = []
         for k, case in enumerate(node.cases):
-            alternatives = self._pattern(case.pattern)
-            body_fn, _ = self.closure(f"__case_{n}_{k}", [], case.body)
-            out.append(body_fn)
-            empty = ast.arguments([], [], None, [], [], None, [])
-            guard: ast.expr = ast.Constant(None) if case.guard is None else \
-                ast.Lambda(empty, self.visit(case.guard))
             where = ast.Tuple([ast.Constant(case.pattern.lineno),
                                ast.Constant(case.pattern.col_offset)], ast.Load())
-            pats: ast.expr = ast.Constant(None) if alternatives is None else \
-                ast.List(alternatives, ast.Load())
-            arms.append(ast.Tuple([pats, guard, ast.Name(body_fn.name, ast.Load()), where],
-                                  ast.Load()))
+            structural = _structural(case.pattern)
+            captures = sorted(_captures(case.pattern))
+            body_fn, _ = self.closure(f"__case_{n}_{k}", captures, case.body)
+            out.append(body_fn)
+            guard: ast.expr = ast.Constant(None) if case.guard is None else ast.Lambda(
+                ast.arguments([], [ast.arg(c) for c in captures], None, [], [], None, []),
+                self.visit(case.guard))
+            if structural is None:
+                alternatives = self._pattern(case.pattern)
+                pats: ast.expr = ast.Constant(None) if alternatives is None else \
+                    ast.List(alternatives, ast.Load())
+                matcher: ast.expr = ast.Constant(None)
+            else:
+                pats = ast.Constant(None)
+                m = self._matcher(f"__pattern_{n}_{k}", case.pattern, captures)
+                out.append(m)
+                matcher = ast.Tuple([ast.Name(m.name, ast.Load()), ast.Constant(structural)],
+                                    ast.Load())
+            arms.append(ast.Tuple([pats, guard, ast.Name(body_fn.name, ast.Load()), where,
+                                   matcher], ast.Load()))
         out.append(ast.Expr(self.call("match_", [self.visit(node.subject),
                                                  ast.List(arms, ast.Load())], node)))
         return out
 
+    @staticmethod
+    def _matcher(name: str, pattern: ast.pattern, captures: list[str]) -> ast.FunctionDef:
+        """`def name(subject): match subject: case <pattern>: return (captures...)`; None when
+        the pattern does not match. Plain Python, run at expansion on a comptime subject."""
+        found = ast.Return(ast.Tuple([ast.Name(c, ast.Load()) for c in captures], ast.Load()))
+        match = ast.Match(ast.Name("__subject", ast.Load()),
+                          [ast.match_case(pattern, None, [found])])
+        return ast.FunctionDef(
+            name=name, args=ast.arguments([], [ast.arg("__subject")], None, [], [], None, []),
+            body=[match, ast.Return(ast.Constant(None))], decorator_list=[], returns=None,
+            type_params=[])
+
     def _pattern(self, p: ast.pattern) -> list[ast.expr] | None:
-        """A pattern's alternatives as `(kind, value)` tuples (`==` for values, `is` for
+        """A value pattern's alternatives as `(kind, value)` tuples (`==` for values, `is` for
         None/True/False, as Python compares them); None for the wildcard `_`."""
         if isinstance(p, ast.MatchValue):
             return [ast.Tuple([ast.Constant("=="), self.visit(p.value)], ast.Load())]
@@ -506,21 +560,10 @@ class _Rewriter(ast.NodeTransformer):
             out: list[ast.expr] = []
             for alt in p.patterns:
                 got = self._pattern(alt)
-                if got is None:
-                    raise self.refuse(alt, "`_` inside `a | b` matches everything",
-                                      "write `case _:` on its own")
+                assert got is not None  # Python refuses `_` inside `a | b` itself
                 out += got
             return out
-        if isinstance(p, ast.MatchAs) and p.pattern is None and p.name is None:
-            return None
-        if isinstance(p, ast.MatchAs):
-            raise self.refuse(p, "a capture pattern (`case x:` / `... as x`) is not allowed in "
-                              "a kernel", "write `case _:` and use the match subject itself")
-        what = {ast.MatchClass: "a class pattern", ast.MatchSequence: "a sequence pattern",
-                ast.MatchMapping: "a mapping pattern", ast.MatchStar: "a star pattern"}
-        raise self.refuse(p, f"{what.get(type(p), 'this pattern')} is not allowed in a kernel",
-                          "match comptime values (`case 1 | 2:`, `case Act.RELU:`, `case "
-                          "None:`) or `case _:`; test anything else with if/elif")
+        return None  # `case _:`
 
     def visit_Break(self, node: ast.Break) -> ast.AST:
         if not self.loop_depth:
