@@ -43,6 +43,7 @@ def _zoo() -> list[tuple[str, Any]]:
         ("conv2d_3x3", instance(k.conv2d_3x3, cube_dim=CubeDim.new_2d(8, 8))),
         ("morton_bits", instance(k.morton_bits, cube_dim=d1)),
         ("plane_scan", instance(k.plane_scan, cube_dim=d1)),
+        ("tiny_vm", instance(k.tiny_vm, cube_dim=d1)),
     ]
 
 

@@ -352,3 +352,36 @@ def plane_scan(x: Slice[f32], out: SliceMut[f32], plane_dim: SliceMut[u32]):
         plane_dim[0] = PLANE_DIM
     if i < x.len():
         out[i] = plane_inclusive_sum(x[i])
+
+
+# -- 18. a tiny interpreter: a runtime switch over opcodes, registers in a list ----------------
+@cube(launch=True)
+def tiny_vm(x: Slice[f32], code: Slice[u32], args: Slice[f32], out: SliceMut[f32]):
+    """Each unit loads four items into registers and runs one program over them: opcode
+    code[p] with operand args[p] — 0 add, 1 mul, 2 or 3 negate, 4 max, anything else a no-op.
+    `match` on the runtime opcode is one `switch`; the registers are a list (CubeCL's
+    Sequence) indexed by the unrolled k."""
+    base = ABSOLUTE_POS * u32(4)
+    if base + u32(3) < x.len():
+        regs = []
+        for k in unroll(range(4)):
+            regs.append(x[base + k])
+        for p in range(code.len()):
+            a = args[p]
+            match code[p]:
+                case 0:
+                    for k in unroll(range(4)):
+                        regs[k] += a
+                case 1:
+                    for k in unroll(range(4)):
+                        regs[k] *= a
+                case 2 | 3:
+                    for k in unroll(range(4)):
+                        regs[k] = -regs[k]
+                case 4:
+                    for k in unroll(range(4)):
+                        regs[k] = max(regs[k], a)
+                case _:
+                    pass
+        for k in unroll(range(4)):
+            out[base + k] = regs[k]

@@ -270,3 +270,25 @@ def test_plane_inclusive_sum_scans_each_plane(client, n):
     padded[:n] = xs
     want = np.cumsum(padded.reshape(-1, p), 1).reshape(-1)[:n]
     np.testing.assert_allclose(read_f32(client, out), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("units", [1, 70])
+def test_tiny_vm_runs_a_program_of_opcodes_through_a_switch(client, units):
+    n = 4 * units
+    xs = RNG.standard_normal(n).astype(np.float32)
+    code = np.array([0, 1, 2, 9, 4, 3, 1, 0], np.uint32)
+    args = np.array([0.5, 3.0, 0.0, 7.0, -1.0, 0.0, 0.25, -2.0], np.float32)
+    out = out_f32(client, n)
+    k.tiny_vm.launch(client, cubes(units), CubeDim.new_1d(BLOCK), arg(up(client, xs)),
+                     arg(up(client, code)), arg(up(client, args)), arg(out))
+    want = xs.copy()
+    for op, a in zip(code, args):
+        if op == 0:
+            want = want + a
+        elif op == 1:
+            want = want * a
+        elif op in (2, 3):
+            want = -want
+        elif op == 4:
+            want = np.maximum(want, a)
+    np.testing.assert_allclose(read_f32(client, out), want, rtol=1e-6)
