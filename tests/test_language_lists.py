@@ -130,3 +130,16 @@ def test_list_misuses_are_refused_with_a_caret(kernel, message, hint, caret):
     line = next(ln for ln in text.splitlines() if caret in ln)
     caret_line = text.splitlines()[text.splitlines().index(line) + 1]
     assert caret_line.index("^") == line.index(caret), text
+
+
+@cube(launch=True)
+def comptime_over_a_list(out: SliceMut[f32]):
+    weights = [0.5, 0.25, 0.25]
+    scale = comptime(sum(weights) * weights[0] * len(weights))  # the list as Python sees it
+    out[0] = f32(scale)
+
+
+def test_a_list_of_python_values_still_works_inside_comptime(client):
+    out = zeros(client, 1)
+    comptime_over_a_list.launch(client, CubeCount.Static(1), CubeDim.new_1d(1), out)
+    assert read(client, out).tolist() == [1.5]

@@ -53,6 +53,15 @@ class Sequence:
     def __len__(self) -> int:
         return len(self.items)
 
+    # Plain Python use (inside `comptime(...)` or a plain Python helper), as the list it was:
+    # Python-valued items read as themselves; a runtime item is its local, which comptime(...)
+    # refuses with the name.
+    def __getitem__(self, k: Any) -> Any:
+        return self.items[k]
+
+    def __iter__(self) -> Any:
+        return iter(self.items)
+
     def __repr__(self) -> str:
         return f"Sequence({self.name}, {len(self.items)} items)"
 
