@@ -23,6 +23,9 @@ from cubelab.runtime.cpu.memory import LocalSlot, Ptr
 # A branch taken by at most 1/COMPACT_RATIO of a chunk's lanes runs on those lanes alone.
 COMPACT_RATIO = 4
 COMPACT_MIN_LANES = 2048
+# A unit-only mask's selection is computed once per chunk shape and most of what its body reads
+# is already compacted there, so half of a chunk's lanes is enough.
+UNIT_COMPACT_RATIO = 2
 compacted_runs = 0  # how many branch bodies ran compacted, ever (read by tests)
 
 
@@ -34,18 +37,19 @@ def _compact(a: Any, sel: np.ndarray, n: int) -> Any:
 
 def run_compacted(ctx: Ctx, m: np.ndarray, free: list[int],
                   body: Callable[[Ctx, Any], None], sel: np.ndarray | None = None,
-                  static: dict[Any, Any] | None = None) -> None:
+                  static: dict[Any, Any] | None = None, per_cube: int = 0) -> None:
     """Run `body` on the lanes of `m` only: compact what it reads, run, merge what it wrote to
     the locals back (everything else it writes goes to memory, which is shared).
 
-    `sel`/`static`: the selection of a memoized (unit-only) mask and the arrays its compacted
-    contexts share across chunks; a memoized value read by the body is compacted once there."""
+    `sel`/`static`/`per_cube`: the selection of a memoized (unit-only) mask, the arrays its
+    compacted contexts share across chunks (a memoized value read by the body is compacted once
+    there) and how many units of each cube it keeps (the same ones in every cube)."""
     global compacted_runs
     compacted_runs += 1
     if sel is None:
         sel = np.nonzero(m)[0]
     n = ctx.n
-    sub = Ctx.sub(ctx, sel, static)
+    sub = Ctx.sub(ctx, sel, static, per_cube)
     env = ctx.env
     parent_memo = ctx._static.get("memo_ids", ()) if static is not None else ()
     sub_memo = static.setdefault("memo_ids", set()) if static is not None else set()
@@ -93,17 +97,18 @@ def branch(ctx: Ctx, m: Any, body: Callable[[Ctx, Any], None], free: list[int]) 
     """Run `body` under mask `m`, compacted to the active lanes when they are few."""
     if m is not None and ctx.n >= COMPACT_MIN_LANES:
         static = ctx._static
-        if ctx.parent is None and id(m) in static.get("memo_ids", ()):
+        if ctx.per_cube and id(m) in static.get("memo_ids", ()):
             # a unit-only mask (`UNIT_POS < s`): the same selection in every chunk of this
-            # shape, so it and the compacted context's arrays are computed once
+            # shape and the same units in every cube, so it and the compacted context's arrays
+            # are computed once, and shared memory is reached through per-cube patterns there
             key = ("branch", id(m))
             found = static.get(key)
             if found is None:
                 sel = np.nonzero(m)[0]
                 found = static[key] = (len(sel), sel, {})
             k, sel, sub_static = found
-            if k * COMPACT_RATIO <= ctx.n:
-                run_compacted(ctx, m, free, body, sel, sub_static)
+            if k * min(COMPACT_RATIO, UNIT_COMPACT_RATIO) <= ctx.n:
+                run_compacted(ctx, m, free, body, sel, sub_static, k // ctx.ncubes)
                 return
             body(ctx, m)
             return

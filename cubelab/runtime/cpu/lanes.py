@@ -71,7 +71,7 @@ class Ctx:
     """
 
     __slots__ = ("env", "launch", "cube0", "ncubes", "U", "start", "n", "_cache", "_static",
-                 "parent", "sel", "contiguous", "nrows")
+                 "parent", "sel", "contiguous", "nrows", "per_cube")
 
     def __init__(self, nvals: int, launch: LaunchState, cube0: int, ncubes: int,
                  static: dict[str, np.ndarray] | None = None) -> None:
@@ -92,10 +92,13 @@ class Ctx:
         self.sel: np.ndarray | None = None
         self.contiguous = True
         self.nrows = self.n  # rows of per-lane storage (local arrays) in this chunk
+        # lanes per cube when every cube runs the same units in the same order (0: not so):
+        # then a unit-only value is periodic — lane i holds what lane i % per_cube holds
+        self.per_cube = self.U
 
     @staticmethod
-    def sub(parent: "Ctx", sel: np.ndarray,
-            static: dict[str, np.ndarray] | None = None) -> "Ctx":
+    def sub(parent: "Ctx", sel: np.ndarray, static: dict[str, np.ndarray] | None = None,
+            per_cube: int = 0) -> "Ctx":
         c = Ctx.__new__(Ctx)
         c.env = [None] * len(parent.env)
         c.launch, c.cube0, c.ncubes, c.U = parent.launch, parent.cube0, parent.ncubes, parent.U
@@ -106,6 +109,7 @@ class Ctx:
         # the selection itself is (`compaction.branch` on a memoized mask), else its own
         c._static = {} if static is None else static
         c.parent, c.sel, c.contiguous, c.nrows = parent, sel, False, parent.nrows
+        c.per_cube = per_cube  # the same units of every cube (a unit-only mask's selection)
         return c
 
     def _derived(self, key: str) -> np.ndarray | None:

@@ -46,10 +46,11 @@ class Mem:
 class Ptr:
     """Pointers of every lane of a chunk into one `Mem` (or a contiguous slice of a buffer)."""
 
-    __slots__ = ("mem", "index", "orig", "bad", "report", "start", "stop", "unit")
+    __slots__ = ("mem", "index", "orig", "bad", "report", "start", "stop", "unit", "pattern")
 
     def __init__(self, mem: Mem, index: Any, orig: Any, bad: Any = None, report: Any = None,
-                 start: int | None = None, stop: int | None = None, unit: bool = False) -> None:
+                 start: int | None = None, stop: int | None = None, unit: bool = False,
+                 pattern: tuple[Any, ...] | None = None) -> None:
         self.mem = mem
         self.index = index  # global: item index; shared/local: index within the lane's row
         self.orig = orig
@@ -58,6 +59,9 @@ class Ptr:
         self.start = start  # global, `start`..`stop`: lane i reaches item start + i (a slice)
         self.stop = stop
         self.unit = unit  # shared, index == UNIT_POS: lane (cube c, unit u) reaches row c, item u
+        # shared, a unit-only index in bounds: every cube's lanes reach its row through the same
+        # pattern (`steps.memory.cube_pattern`); `index` is still the per-lane index
+        self.pattern = pattern
 
 
 class LocalSlot:

@@ -155,12 +155,12 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
             index = env[idx]
         static = ctx._static
         if id(index) in static.get("memo_ids", ()):  # a unit-only index: judged once
-            key = ("in_bounds", id(index), length)
-            ok = static.get(key)
-            if ok is None:
-                ok = static[key] = not _out_of_bounds(index, length).any()
-            if ok:
-                env[r] = Ptr(mem, index, index)
+            key = ("in_bounds", id(index), length, mem.kind)
+            found = static.get(key)
+            if found is None:
+                found = static[key] = _judge_unit_index(ctx, mem, index)
+            if found is not False:
+                env[r] = Ptr(mem, index, index, pattern=found)
                 return
         bad = _out_of_bounds(index, length)
         if not bad.any():
@@ -178,6 +178,61 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
         env[r] = Ptr(mem, safe, index, bad=bad, report=active if mode == "report" else None)
 
     return step
+
+
+def _judge_unit_index(ctx: Ctx, mem: Mem, index: np.ndarray) -> tuple[Any, ...] | None | bool:
+    """A unit-only index, judged once per chunk shape: False if some lane is out of bounds,
+    else, for shared memory in a context whose cubes all run the same units, how each cube's
+    lanes reach its row (`cube_pattern`), else None (in bounds, gathered per lane)."""
+    if _out_of_bounds(index, mem.length).any():
+        return False
+    k = ctx.per_cube
+    if mem.kind != "shared" or not k or ctx.n != k * ctx.ncubes:
+        return None
+    return cube_pattern(index[:k].astype(np.intp), ctx.launch.cube_dim if k == ctx.U else None,
+                        not mem.item_shape)
+
+
+def cube_pattern(p: np.ndarray, dims: tuple[int, int, int] | None,
+                 scalar: bool) -> tuple[Any, ...]:
+    """How the k lanes of each cube reach that cube's row of shared memory through the
+    in-bounds pattern `p` (item i of the row for lane i; a unit-only index is periodic, so
+    one cube's pattern is every cube's):
+
+    - `("slice", a, b)`: p is a..b-1 — the cube's lanes are the row's items a..b-1;
+    - `("strided", offset, shape, steps, injective)`: p is affine in the unit's (z, y, x)
+      (`dims`: the cube's shape, when the context holds every unit of a cube; items must be
+      scalars) — a strided view of the row, steps in items (0: broadcast); `injective` when no
+      two lanes share an item, so the view can be written through;
+    - `("take", p)`: anything else, one `take` per row.
+    """
+    k = len(p)
+    a = int(p[0])
+    if (p == np.arange(a, a + k)).all():
+        return ("slice", a, a + k)
+    if dims is not None and scalar:
+        dx, dy, dz = dims
+        g = p.reshape(dz, dy, dx)
+        steps = (int(g[1, 0, 0]) - a if dz > 1 else 0, int(g[0, 1, 0]) - a if dy > 1 else 0,
+                 int(g[0, 0, 1]) - a if dx > 1 else 0)
+        if min(steps) >= 0:
+            z, y, x = np.indices((dz, dy, dx), dtype=np.intp)
+            if (g == a + steps[0] * z + steps[1] * y + steps[2] * x).all():
+                injective = len(np.unique(p)) == k
+                return ("strided", a, (dz, dy, dx), steps, injective)
+    return ("take", np.ascontiguousarray(p))
+
+
+def _cube_view(mem: Mem, pattern: tuple[Any, ...]) -> np.ndarray:
+    """Every cube's row of `mem` seen through a slice or strided pattern: (cubes, k[, w]) for a
+    slice, (cubes, dz, dy, dx) for a strided one."""
+    store = mem.store
+    if pattern[0] == "slice":
+        return store[:, pattern[1]:pattern[2]]
+    _, a, shape, steps, _ = pattern
+    es = store.strides[1]
+    return np.lib.stride_tricks.as_strided(
+        store[:, a:], (store.shape[0],) + shape, (store.strides[0],) + tuple(s * es for s in steps))
 
 
 def _out_of_bounds(index: np.ndarray, length: int) -> np.ndarray:
@@ -219,19 +274,18 @@ def gather(ctx: Ctx, p: Ptr) -> np.ndarray:
         return v if mem.view_ok else v.copy()
     if p.unit:
         return _unit_view(ctx, mem).copy().reshape((ctx.n,) + mem.item_shape)
+    pattern = p.pattern
+    if pattern is not None:
+        # a unit-only index is the same pattern in every cube: each cube's row is read through
+        # it (a slice, a strided view, or one `take` per row) instead of flat offsets per lane
+        if pattern[0] == "take":
+            v = mem.store.take(pattern[1], axis=1)
+        else:
+            v = np.array(_cube_view(mem, pattern))
+        return v.reshape((ctx.n,) + mem.item_shape)
     rows = rows_of(ctx, mem)
-    static = ctx._static
     if rows is None:
         v = mem.store[p.index]
-    elif p.bad is None and ctx.parent is None and mem.kind == "shared" and \
-            id(p.index) in static.get("memo_ids", ()):
-        # a unit-only index is the same pattern in every cube of the chunk: gather each cube's
-        # row through that one pattern (`store[:, pattern]`) instead of flat offsets per lane
-        key = ("pattern", id(p.index))
-        pattern = static.get(key)
-        if pattern is None:
-            pattern = static[key] = np.ascontiguousarray(p.index[: ctx.U], dtype=np.intp)
-        v = mem.store.take(pattern, axis=1).reshape((ctx.n,) + mem.item_shape)
     else:
         v = np.take(_flat(mem), rows + full(p.index, ctx.n), axis=0)
     if p.bad is not None:
@@ -251,6 +305,23 @@ def scatter(ctx: Ctx, p: Ptr, value: np.ndarray, mask: Any) -> None:
     if p.unit:
         view = _unit_view(ctx, mem)
         val = full(value, n).reshape(view.shape)
+        if mask is None:
+            view[...] = val
+        else:
+            np.copyto(view, val, where=mask.reshape(view.shape[:2] + (1,) * (val.ndim - 2)))
+        return
+    pattern = p.pattern
+    if pattern is not None and (pattern[0] == "slice" or mask is None and (
+            pattern[0] == "take" or pattern[4])):
+        # written through the cube pattern: a (masked) slice, an injective strided view, or
+        # `store[:, p]` (several lanes on one item: the last lane wins, as below)
+        k = n // mem.store.shape[0]
+        val = full(value, n).reshape((mem.store.shape[0], k) + mem.item_shape)
+        if pattern[0] == "take":
+            mem.store[:, pattern[1]] = val
+            return
+        view = _cube_view(mem, pattern)
+        val = val.reshape(view.shape)
         if mask is None:
             view[...] = val
         else:
