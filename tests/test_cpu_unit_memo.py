@@ -1,7 +1,10 @@
 """Unit-only values (computed from UNIT_POS and uniform operands) are memoized per chunk shape
 and shared by every chunk of a large launch (`plan._unit_memo`, `Ctx._static`): the shared-memory
 kernels give numpy's answers in every chunk, and the memo really served them (`unit_memo_hits`),
-on launches of several full chunks plus a shorter last one.
+on launches of several full chunks plus a shorter last one; those that depend on no loop counter
+are computed once, before the body runs (`Plan._hoisted`). A unit-only shared-memory index
+reaches every cube's row through one pattern (`steps.memory.cube_pattern`): slices, strided
+views and permutations, read and written, masked or not, give numpy's answers on both runtimes.
 """
 
 import numpy as np
@@ -11,7 +14,8 @@ from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import f32
 from cubelab.runtime.cpu import compaction, lanes
 from cubelab.runtime.cpu import plan as cpu_plan
-from tests.fixtures.cpu_kernels import block_sum
+from cubelab.runtime.cpu.steps.memory import cube_pattern
+from tests.fixtures.cpu_kernels import block_sum, shared_shuffles, tile_transpose
 from tests.zoo import kernels as zoo
 
 
@@ -43,7 +47,8 @@ def test_block_sum_over_many_chunks_matches_numpy_through_the_memo(cpu_client, s
 
 
 def test_tiled_matmul_over_many_chunks_matches_numpy_through_the_memo(cpu_client, small_chunks):
-    m, kk, n, tile = 96, 80, 112, 16
+    hoisted = cpu_plan.hoisted_reuses
+    m, kk, n, tile = 96, 80, 224, 16  # 84 cubes: two full chunks of 32, then 20
     rng = np.random.default_rng(1)
     a = rng.standard_normal((m, kk)).astype(np.float32)
     b = rng.standard_normal((kk, n)).astype(np.float32)
@@ -53,10 +58,13 @@ def test_tiled_matmul_over_many_chunks_matches_numpy_through_the_memo(cpu_client
                       BufferArg.from_raw_parts(hc, m * n), m, kk, n, tile)
     got = f32.from_bytes(cpu_client.read_one(hc)).reshape(m, n)
     np.testing.assert_allclose(got, a @ b, rtol=1e-4, atol=1e-4)
-    assert small_chunks() > 0
+    assert small_chunks() > 0  # `t0 + tx`: a loop counter and UNIT_POS_X
+    assert cpu_plan.hoisted_reuses > hoisted  # `ty * tile + j`: once for both full chunks
 
 
-def test_stencil_over_many_chunks_matches_numpy_through_the_memo(cpu_client, small_chunks):
+def test_stencil_over_many_chunks_matches_numpy_through_the_hoisted_values(cpu_client,
+                                                                          small_chunks):
+    hoisted = cpu_plan.hoisted_reuses
     xs = np.random.default_rng(2).standard_normal(256 * 72 - 7).astype(np.float32)
     cubes = 72
     out = cpu_client.empty(4 * xs.size)
@@ -65,4 +73,45 @@ def test_stencil_over_many_chunks_matches_numpy_through_the_memo(cpu_client, sma
     p = np.concatenate([[0], xs, [0]]).astype(np.float32)
     np.testing.assert_allclose(f32.from_bytes(cpu_client.read_one(out)),
                                (p[:-2] + p[1:-1] + p[2:]) / np.float32(3), rtol=1e-6, atol=1e-6)
-    assert small_chunks() > 0
+    assert cpu_plan.hoisted_reuses > hoisted  # `u + 1`, `u == 0`, ...: no loop counter in them
+
+
+def test_shared_memory_through_permutations_and_masked_slices_matches_numpy(client,
+                                                                           small_chunks):
+    cubes = 72
+    xs = np.random.default_rng(3).standard_normal(256 * cubes).astype(np.float32)
+    out = client.empty(4 * xs.size)
+    shared_shuffles.launch(client, CubeCount.Static(cubes), CubeDim.new_1d(256), arg(client, xs),
+                           BufferArg.from_raw_parts(out, xs.size))
+    rows = xs.reshape(cubes, 256)
+    sm = np.zeros((cubes, 257), dtype=np.float32)
+    sm[:, :256] = rows[:, ::-1]
+    a = sm[:, (np.arange(256) * 7) % 256]
+    sm[:, 1:257] = np.where(rows > 0, a, sm[:, 1:257])
+    want = sm[:, :256] + a * np.float32(2)
+    np.testing.assert_array_equal(f32.from_bytes(client.read_one(out)), want.ravel())
+
+
+def test_shared_memory_through_strided_patterns_of_a_2d_cube_matches_numpy(client, small_chunks):
+    cubes = 72
+    xs = np.random.default_rng(4).standard_normal(256 * cubes).astype(np.float32)
+    out = client.empty(4 * xs.size)
+    tile_transpose.launch(client, CubeCount.Static(cubes), CubeDim.new_2d(16, 16),
+                          arg(client, xs), BufferArg.from_raw_parts(out, xs.size))
+    t = xs.reshape(cubes, 16, 16)  # [cube, ty, tx]
+    want = t.transpose(0, 2, 1) + t[:, 3, :][:, :, None] * np.float32(2)
+    np.testing.assert_array_equal(f32.from_bytes(client.read_one(out)), want.ravel())
+
+
+def test_a_unit_only_pattern_is_judged_a_slice_a_strided_view_or_a_take():
+    u = np.arange(256)
+    assert cube_pattern(u + 1, (256, 1, 1), True) == ("slice", 1, 257)
+    assert cube_pattern(u[:64] + 64, None, True) == ("slice", 64, 128)
+    tx, ty = u % 16, u // 16
+    assert cube_pattern(tx * 16 + ty, (16, 16, 1), True) == ("strided", 0, (1, 16, 16),
+                                                            (0, 1, 16), True)
+    assert cube_pattern(ty * 16 + 3, (16, 16, 1), True) == ("strided", 3, (1, 16, 16),
+                                                           (0, 16, 0), False)
+    assert cube_pattern(tx * 16 + ty, (16, 16, 1), False)[0] == "take"  # vector items
+    kind, p = cube_pattern(255 - u, (256, 1, 1), True)
+    assert kind == "take" and (p == 255 - u).all()

@@ -202,6 +202,29 @@ def unit_only_ops(definition: KernelDefinition, needed: set[int] | None,
     return unit
 
 
+def unit_static_ops(definition: KernelDefinition, needed: set[int] | None, lane_ids: set[int],
+                    uniform: set[int]) -> list[Op]:
+    """The ops, in program order, whose result depends only on the units' positions in their
+    cube and on launch-uniform values (`uniform_ops`): UNIT_POS_X/Y/Z themselves, `ty * tile +
+    j` of an unrolled loop, `UNIT_POS + 1`. Unlike `unit_only_ops` no operand may change inside
+    the launch (a loop counter), so the plan computes them once per chunk shape and launch
+    signature, before any block runs, wherever they sit in the kernel (`Plan._hoisted`)."""
+    unit: set[int] = set()
+    out: list[Op] = []
+    for op, r in _value_ops(definition, needed):
+        name = op.name
+        if name == "builtin.read":
+            ok = op.attrs.get("name", "").startswith("local_invocation_")
+        else:
+            ok = name.startswith(("arith.", "math.", "vector.")) and r not in lane_ids and \
+                r not in uniform and any(o.id in unit for o in op.operands) and \
+                all(o.id in unit or o.id in uniform for o in op.operands)
+        if ok:
+            unit.add(r)
+            out.append(op)
+    return out
+
+
 # -- loads that may stay views ------------------------------------------------------------------
 def view_loads(definition: KernelDefinition, written: set[int]) -> set[int]:
     """Loads of a *written* buffer that may still return a view of its memory (by id(op)):
@@ -274,8 +297,10 @@ def view_loads(definition: KernelDefinition, written: set[int]) -> set[int]:
 
 
 # -- compaction ---------------------------------------------------------------------------------
-def free_ids(blocks: list[Block]) -> list[int]:
-    """Ids used inside `blocks` but defined outside them (what a compacted branch must see)."""
+def free_ids(blocks: list[Block], hoisted: set[int] | frozenset[int] = frozenset()) -> list[int]:
+    """Ids used inside `blocks` but defined outside them (what a compacted branch must see);
+    `hoisted` values count as defined outside wherever their op sits (the plan computes them
+    before any block runs)."""
     used: list[int] = []
     defined: set[int] = set()
     for block in blocks:
@@ -283,7 +308,7 @@ def free_ids(blocks: list[Block]) -> list[int]:
         for op in block.walk():
             for reg in op.regions:
                 defined.update(a.id for a in reg.args)
-            defined.update(r.id for r in op.results)
+            defined.update(r.id for r in op.results if r.id not in hoisted)
             used.extend(o.id for o in op.operands)
     seen: set[int] = set()
     out = []

@@ -43,6 +43,7 @@ import numpy as np
 
 from cubelab.ir import analysis as ir_analysis
 from cubelab.ir.core import Block, KernelDefinition, Op
+from cubelab.ir.types import Ty
 from cubelab.runtime.cpu import analysis
 from cubelab.runtime.cpu import steps as _steps  # noqa: F401  (registers every op's builder)
 from cubelab.runtime.cpu.instruments import Instruments, raw_indices
@@ -65,7 +66,9 @@ __all__ = ["BUILDERS", "CHUNK_LANES", "DivergentBarrier", "KernelRuntimeError", 
 # computed per chunk again.
 MEMO_BYTES = 16 << 20
 unit_memo_hits = 0  # how many unit-only values were reused, ever (read by tests)
+hoisted_reuses = 0  # how many chunks reused the hoisted values of an earlier one (read by tests)
 MEMO_MIN_LANES = 4096  # below it, memoizing costs more than it saves (measured: +12 % at 1024)
+HOIST_BYTES = 16 << 20  # per chunk shape, for the values `Plan._hoisted` computes up front
 
 
 class Plan:
@@ -111,6 +114,22 @@ class Plan:
         # shape and operand values, shared by every chunk (`_unit_memo`)
         self.unit_only = analysis.unit_only_ops(definition, self.needed, self.lane_ids) \
             if not traced_like else set()
+        # values depending only on the units' positions and launch-uniform values (`ty * tile +
+        # j`) are computed once per chunk shape and launch signature, before the body runs,
+        # instead of once per chunk and loop iteration (`_hoisted`); at most HOIST_BYTES of them
+        hoisted = analysis.unit_static_ops(definition, self.needed, self.lane_ids,
+                                           self.uniform_ids) if not traced_like else []
+        budget, kept = HOIST_BYTES, []
+        for op in hoisted:
+            ty = op.results[0].type
+            budget -= CHUNK_LANES * 4 * (ty.width if isinstance(ty, Ty) else 1)
+            if budget < 0:
+                break
+            kept.append(op)
+        self.hoisted_ids = {op.results[0].id for op in kept}
+        self._hoisted_steps = tuple(
+            (op.results[0].id, (op.name, repr(sorted(op.attrs.items())), repr(op.results[0].type)),
+             tuple(o.id for o in op.operands), self._op(op, 0)) for op in kept)
         self.body = self.block(definition.body, 0)
 
     def _uniform_values(self, launch: LaunchState) -> list[tuple[int, Any]]:
@@ -139,7 +158,8 @@ class Plan:
             if self.needed is not None and analysis.is_pure(op) and op.results and \
                     op.results[0].id not in self.needed:
                 continue
-            if op.results and op.results[0].id in self.uniform_ids:
+            if op.results and (op.results[0].id in self.uniform_ids
+                               or op.results[0].id in self.hoisted_ids):
                 continue
             step = self._op(op, depth)
             if op.results and op.results[0].id in self.unit_only and op.name != "builtin.read":
@@ -199,7 +219,8 @@ class Plan:
         # Wrap-around and float overflow are WGSL semantics, not accidents: the CPU server turns
         # numpy's warnings off once on its device thread (errstate here would cost ~2 µs a run).
         bound = list(zip(self._buffer_list, launch.mems))
-        bound += self._uniform_values(launch) if self.uniform_ops else []
+        uniform = self._uniform_values(launch) if self.uniform_ops else []
+        bound += uniform
         statics: dict[int, dict[str, Any]] = {}  # per chunk size: arrays its chunks share
         for c0 in range(0, total, per_chunk):
             ncubes = min(per_chunk, total - c0)
@@ -210,7 +231,41 @@ class Plan:
             env = ctx.env
             for vid, val in bound:
                 env[vid] = val
+            if self._hoisted_steps:
+                for vid, val in self._hoisted(ctx, uniform):
+                    env[vid] = val
             self.body(ctx, None)
+
+    def _hoisted(self, ctx: Ctx, uniform: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
+        """The hoisted values (`analysis.unit_static_ops`) of chunks of `ctx`'s shape under the
+        launch-uniform values `uniform` (the plan's cached list for this launch signature):
+        computed in the first such chunk, read-only and memoized (`_unit_memo`, patterns) after.
+        Ops computing the same thing from the same operands share one array."""
+        static = ctx._static
+        found = static.get("hoisted")
+        if found is not None and found[0] is uniform:
+            global hoisted_reuses
+            hoisted_reuses += 1
+            return found[1]
+        if found is not None:  # another launch signature: start this shape's arrays afresh
+            static.clear()
+        env = ctx.env
+        memo_ids = static.setdefault("memo_ids", set())
+        same: dict[tuple[Any, ...], Any] = {}
+        values = []
+        for r, sig, operands, step in self._hoisted_steps:
+            key = (sig,) + tuple(id(env[o]) for o in operands)
+            v = same.get(key)
+            if v is None:
+                step(ctx, None)
+                v = same[key] = env[r]
+                if isinstance(v, np.ndarray):
+                    v.setflags(write=False)
+                    memo_ids.add(id(v))
+            env[r] = v
+            values.append((r, v))
+        static["hoisted"] = (uniform, values)
+        return values
 
 
 def _unit_memo(step: Step, op: Op) -> Step:

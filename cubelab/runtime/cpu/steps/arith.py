@@ -16,7 +16,7 @@ import numpy as np
 from cubelab.ir.core import Op
 from cubelab.ir.types import Elem
 from cubelab.runtime.cpu import semantics as sem
-from cubelab.runtime.cpu.lanes import Ctx, KernelRuntimeError
+from cubelab.runtime.cpu.lanes import Ctx, KernelRuntimeError, frozen
 from cubelab.runtime.cpu.steps.registry import Step, builder, ty_of
 
 if TYPE_CHECKING:
@@ -87,10 +87,36 @@ _PRED = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_
          "eq": np.equal, "ne": np.not_equal}
 
 
+_UNIFORM_BOOL = {v: frozen(np.array([v])) for v in (False, True)}
+
+
 @builder("arith.cmp")
 def _b_cmp(plan: Plan, op: Op, depth: int) -> Step:
-    f = _PRED[op.attrs["pred"]]
-    return _binary(op, f)
+    pred = op.attrs["pred"]
+    f = _PRED[pred]
+    a, b = (o.id for o in op.operands)
+    if plan.needed is None or (a in plan.lane_ids) == (b in plan.lane_ids):
+        return _binary(op, f)
+    # ABSOLUTE_POS against a uniform bound (`i < n`): the chunk's lanes are start..start+n-1,
+    # so the bound usually decides every lane at once — one row, and the branch needs no mask
+    lane_left = a in plan.lane_ids
+    bound_id = b if lane_left else a
+    r = op.result.id
+    ordered = pred not in ("eq", "ne")
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        env = ctx.env
+        bound = env[bound_id]
+        if ctx.contiguous and bound.shape[0] == 1:
+            lo, hi, k = ctx.start, ctx.start + ctx.n - 1, int(bound[0])
+            if ordered or not lo <= k <= hi:
+                first = bool(f(lo, k) if lane_left else f(k, lo))
+                if first == bool(f(hi, k) if lane_left else f(k, hi)):
+                    env[r] = _UNIFORM_BOOL[first]
+                    return
+        env[r] = f(env[a], env[b])
+
+    return step
 
 
 _NP_UN = {"arith.not": np.logical_not, "arith.neg": np.negative, "arith.bitnot": np.invert}

@@ -33,8 +33,8 @@ def _b_if(plan: Plan, op: Op, depth: int) -> Step:
     then = plan.block(op.regions[0], depth + 1)
     has_else = len(op.regions) > 1 and bool(op.regions[1].ops)
     orelse = plan.block(op.regions[1], depth + 1) if has_else else None
-    free_then = free_ids([op.regions[0]])
-    free_else = free_ids([op.regions[1]]) if has_else else []
+    free_then = free_ids([op.regions[0]], plan.hoisted_ids)
+    free_else = free_ids([op.regions[1]], plan.hoisted_ids) if has_else else []
     traced = plan.traced
 
     def step(ctx: Ctx, mask: Any) -> None:
@@ -110,7 +110,7 @@ def _b_for(plan: Plan, op: Op, depth: int) -> Step:
     ivid = iv.id
     dt = sem.dtype_of(ty_of(iv))
     body = plan.block(body_block, depth + 1)
-    free = free_ids([body_block]) + [ivid]  # the counter is set outside the body
+    free = free_ids([body_block], plan.hoisted_ids) + [ivid]  # the counter is set outside the body
     traced = plan.traced
 
     def step(ctx: Ctx, mask: Any) -> None:
@@ -160,7 +160,7 @@ def _b_while(plan: Plan, op: Op, depth: int) -> Step:
     before = plan.block(before_block, depth + 1)
     after = plan.block(after_block, depth + 1)
     # region 1 may run compacted; region 0 never is (its condition is read here, full width)
-    free_after = free_ids([after_block])
+    free_after = free_ids([after_block], plan.hoisted_ids)
     traced = plan.traced
 
     def step(ctx: Ctx, mask: Any) -> None:

@@ -230,9 +230,9 @@ def _cube_view(mem: Mem, pattern: tuple[Any, ...]) -> np.ndarray:
     if pattern[0] == "slice":
         return store[:, pattern[1]:pattern[2]]
     _, a, shape, steps, _ = pattern
-    es = store.strides[1]
-    return np.lib.stride_tricks.as_strided(
-        store[:, a:], (store.shape[0],) + shape, (store.strides[0],) + tuple(s * es for s in steps))
+    es = store.itemsize  # shared memory is one contiguous array (`shared.declare`)
+    return np.ndarray((store.shape[0],) + shape, store.dtype, store, a * es,
+                      (store.strides[0],) + tuple(s * es for s in steps))
 
 
 def _out_of_bounds(index: np.ndarray, length: int) -> np.ndarray:
@@ -281,7 +281,7 @@ def gather(ctx: Ctx, p: Ptr) -> np.ndarray:
         if pattern[0] == "take":
             v = mem.store.take(pattern[1], axis=1)
         else:
-            v = np.array(_cube_view(mem, pattern))
+            v = np.array(_cube_view(mem, pattern), order="C")
         return v.reshape((ctx.n,) + mem.item_shape)
     rows = rows_of(ctx, mem)
     if rows is None:
