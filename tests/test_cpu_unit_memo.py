@@ -14,8 +14,10 @@ from cubelab import BufferArg, CubeCount, CubeDim
 from cubelab.prelude import f32
 from cubelab.runtime.cpu import compaction, lanes
 from cubelab.runtime.cpu import plan as cpu_plan
+from cubelab.runtime.cpu.steps import memory as cpu_memory
 from cubelab.runtime.cpu.steps.memory import cube_pattern
-from tests.fixtures.cpu_kernels import block_sum, shared_shuffles, tile_transpose
+from tests.fixtures.cpu_kernels import (block_sum, read_then_overwrite_shared, shared_shuffles,
+                                        tile_transpose)
 from tests.zoo import kernels as zoo
 
 
@@ -115,3 +117,28 @@ def test_a_unit_only_pattern_is_judged_a_slice_a_strided_view_or_a_take():
     assert cube_pattern(tx * 16 + ty, (16, 16, 1), False)[0] == "take"  # vector items
     kind, p = cube_pattern(255 - u, (256, 1, 1), True)
     assert kind == "take" and (p == 255 - u).all()
+
+
+def test_a_shared_load_is_read_in_place_only_where_nothing_writes_before_its_use(client,
+                                                                                small_chunks):
+    cubes = 72
+    xs = np.random.default_rng(5).standard_normal(256 * cubes).astype(np.float32)
+    out = client.empty(4 * xs.size)
+    read_then_overwrite_shared.launch(client, CubeCount.Static(cubes), CubeDim.new_1d(256),
+                                      arg(client, xs), BufferArg.from_raw_parts(out, xs.size))
+    want = xs + (xs * np.float32(3)) * (xs * np.float32(3))
+    np.testing.assert_allclose(f32.from_bytes(client.read_one(out)), want, rtol=1e-6)
+
+
+def test_shared_loads_used_once_by_arithmetic_are_read_as_views_of_the_rows(cpu_client,
+                                                                           small_chunks):
+    cubes = 72
+    xs = np.arange(256 * cubes, dtype=np.float32)
+    out = cpu_client.empty(4 * xs.size)
+    before = cpu_memory.shared_views
+    read_then_overwrite_shared.launch(cpu_client, CubeCount.Static(cubes), CubeDim.new_1d(256),
+                                      arg(cpu_client, xs), BufferArg.from_raw_parts(out, xs.size))
+    cpu_client.sync()
+    # the two loads of sm[u] in the last line, in each of the three chunks; never `a` (read
+    # before the store)
+    assert cpu_memory.shared_views - before == 6

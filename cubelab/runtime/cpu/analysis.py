@@ -24,7 +24,7 @@ from typing import Iterator
 from cubelab.ir import analysis as ir_analysis
 from cubelab.ir.analysis import Effect
 from cubelab.ir.core import Block, KernelDefinition, Op, Value
-from cubelab.ir.types import Elem, Ty
+from cubelab.ir.types import Array, Atomic, Elem, Pointer, Ty
 
 # -- symbolic "is this ABSOLUTE_POS?" analysis --------------------------------------------------
 Poly = dict[tuple[str, ...], int]
@@ -225,6 +225,25 @@ def unit_static_ops(definition: KernelDefinition, needed: set[int] | None, lane_
     return out
 
 
+def array_bytes(definition: KernelDefinition) -> tuple[int, int]:
+    """(shared-memory bytes per cube, local-array bytes per unit) the kernel declares."""
+    shared = local = 0
+    for op in definition.walk():
+        if op.name not in ("shared.declare", "var.declare"):
+            continue
+        ptr = op.results[0].type
+        arr = getattr(ptr, "pointee", None)
+        if not isinstance(arr, Array):
+            continue
+        item = arr.item.value_ty if isinstance(arr.item, Atomic) else arr.item
+        size = arr.length * 4 * item.width
+        if op.name == "shared.declare":
+            shared += size
+        else:
+            local += size
+    return shared, local
+
+
 # -- loads that may stay views ------------------------------------------------------------------
 def view_loads(definition: KernelDefinition, written: set[int]) -> set[int]:
     """Loads of a *written* buffer that may still return a view of its memory (by id(op)):
@@ -294,6 +313,72 @@ def view_loads(definition: KernelDefinition, written: set[int]) -> set[int]:
         if last_use < first_write:
             safe.add(id(load))
     return safe
+
+
+# -- shared-memory loads read where they are used -----------------------------------------------
+# binary ops whose step can take a shared-memory load as a strided view (`steps.arith._binary`)
+VIEW_CONSUMERS = frozenset({"arith.add", "arith.sub", "arith.mul", "arith.div", "arith.min",
+                            "arith.max", "arith.bitand", "arith.bitor", "arith.bitxor"})
+# ops that may stand between such a load and its use: none writes memory or runs a region
+_INERT = ("memory.load", "memory.index", "arith.", "math.", "vector.", "builtin.", "info.",
+          "buffer.len")
+
+
+def view_shared_loads(definition: KernelDefinition) -> set[int]:
+    """Result ids of shared-memory loads of scalars whose one use is a binary op of
+    `VIEW_CONSUMERS` later in the same block, with nothing in between that could write memory:
+    the load may hand that op a view of each cube's row (`steps.memory.CubeView`) instead of a
+    copy, since the row cannot change before the op reads it (`sm[u] + sm[u + s]`: no copies)."""
+    uses: dict[int, int] = {}
+    for op in definition.walk():
+        for o in op.operands:
+            uses[o.id] = uses.get(o.id, 0) + 1
+    out: set[int] = set()
+
+    def visit(block: Block) -> None:
+        for i, op in enumerate(block.ops):
+            for reg in op.regions:
+                visit(reg)
+            if op.name != "memory.load" or uses.get(op.result.id) != 1:
+                continue
+            ptr = op.operands[0].type
+            if not (isinstance(ptr, Pointer) and ptr.space == "shared"
+                    and isinstance(ptr.pointee, Ty) and ptr.pointee.width == 1):
+                continue
+            r = op.result.id
+            for later in block.ops[i + 1:]:
+                if any(o.id == r for o in later.operands):
+                    if later.name in VIEW_CONSUMERS:
+                        out.add(r)
+                    break
+                if later.regions or not later.name.startswith(_INERT):
+                    break
+
+    visit(definition.body)
+    return out
+
+
+# -- value lifetimes ----------------------------------------------------------------------------
+def last_uses(block: Block, kept: set[int]) -> dict[int, tuple[int, ...]]:
+    """index of an op in `block` -> the values computed by ops of `block` whose last use is that
+    op (or an op nested in it): the plan may drop them after it. Only values of this block:
+    one computed outside a loop body and used inside must live through every iteration. Never
+    the operand of `scf.condition` (its loop reads it after the block) nor `kept` values (the
+    plan binds them before the body runs, once)."""
+    defined = {r.id for op in block.ops for r in op.results} - kept
+    last: dict[int, int] = {}
+    for i, op in enumerate(block.ops):
+        for inner in op.walk():
+            if inner.name == "scf.condition":
+                defined -= {o.id for o in inner.operands}
+            for o in inner.operands:
+                if o.id in defined:
+                    last[o.id] = i
+    out: dict[int, list[int]] = {}
+    for v, i in last.items():
+        if v in defined:
+            out.setdefault(i, []).append(v)
+    return {i: tuple(vs) for i, vs in out.items()}
 
 
 # -- compaction ---------------------------------------------------------------------------------

@@ -64,6 +64,18 @@ class Ptr:
         self.pattern = pattern
 
 
+class CubeView:
+    """A shared-memory load handed to its one use, a binary op, as a view of every cube's row
+    (`(cubes, k)` for a slice pattern, `(cubes, dz, dy, dx)` for a strided one) instead of a
+    copy with one row per lane: only where nothing can write the memory in between
+    (`analysis.view_shared_loads`). The op computes on the views and flattens its result."""
+
+    __slots__ = ("a",)
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+
 class LocalSlot:
     """A unit-private scalar or vector local: `arr` is per lane (n, ...) or uniform (1, ...)."""
 

@@ -69,6 +69,8 @@ unit_memo_hits = 0  # how many unit-only values were reused, ever (read by tests
 hoisted_reuses = 0  # how many chunks reused the hoisted values of an earlier one (read by tests)
 MEMO_MIN_LANES = 4096  # below it, memoizing costs more than it saves (measured: +12 % at 1024)
 HOIST_BYTES = 16 << 20  # per chunk shape, for the values `Plan._hoisted` computes up front
+VALUE_BYTES = 64 << 20  # a chunk's value table, at 4 bytes per lane and value (`_chunk_cubes`)
+CHUNK_MEMORY = 64 << 20  # a chunk's shared and local arrays
 
 
 class Plan:
@@ -98,6 +100,9 @@ class Plan:
         self.needed = analysis.liveness(definition, self.lane_ids, self.lane_min) \
             if not traced_like else None
         self.used_results = {o.id for op in definition.walk() for o in op.operands}
+        # shared-memory loads handed to their one use as views of the rows (no copy)
+        self.shared_view_loads = analysis.view_shared_loads(definition) \
+            if self.needed is not None else set()
         self.written = ir_analysis.written_buffers(definition)
         self.view_loads = analysis.view_loads(definition, self.written)
         # Values that are the same for every unit of a launch and depend only on its scalars,
@@ -130,6 +135,7 @@ class Plan:
         self._hoisted_steps = tuple(
             (op.results[0].id, (op.name, repr(sorted(op.attrs.items())), repr(op.results[0].type)),
              tuple(o.id for o in op.operands), self._op(op, 0)) for op in kept)
+        self._memory_per_cube = analysis.array_bytes(definition)
         self.body = self.block(definition.body, 0)
 
     def _uniform_values(self, launch: LaunchState) -> list[tuple[int, Any]]:
@@ -154,7 +160,11 @@ class Plan:
     def block(self, block: Block, depth: int) -> Callable[[Ctx, Any], None]:
         """The steps of `block` as one step (control-flow builders build their regions here)."""
         steps: list[Step] = []
-        for op in block.ops:
+        # a plain plan drops each value after its last use in the block that computes it, so
+        # numpy reuses that (cache-warm) memory for the next result instead of fresh memory
+        dying = analysis.last_uses(block, self.uniform_ids | self.hoisted_ids) \
+            if self.needed is not None else {}
+        for i, op in enumerate(block.ops):
             if self.needed is not None and analysis.is_pure(op) and op.results and \
                     op.results[0].id not in self.needed:
                 continue
@@ -162,6 +172,8 @@ class Plan:
                                or op.results[0].id in self.hoisted_ids):
                 continue
             step = self._op(op, depth)
+            if i in dying:
+                step = _dropping(step, dying[i])
             if op.results and op.results[0].id in self.unit_only and op.name != "builtin.read":
                 step = _unit_memo(step, op)
             if self.traced and op.name not in ("scf.if", "scf.switch", "scf.for", "scf.while",
@@ -208,12 +220,21 @@ class Plan:
             found = self._statics[key] = {}
         return found
 
+    def _chunk_cubes(self, units: int) -> int:
+        """Cubes per chunk: `CHUNK_LANES` lanes, fewer (down to a quarter) when the kernel has
+        many values — the chunk's value table holds one array per SSA value — and fewer still
+        when its shared and local arrays would pass `CHUNK_MEMORY` bytes."""
+        lanes = min(CHUNK_LANES, max(CHUNK_LANES // 4, VALUE_BYTES // (4 * self.nvals)))
+        cubes = max(1, lanes // units)
+        per_cube = self._memory_per_cube[0] + self._memory_per_cube[1] * units
+        return min(cubes, max(1, CHUNK_MEMORY // per_cube)) if per_cube else cubes
+
     def run(self, launch: LaunchState) -> None:
         cx, cy, cz = launch.count
         total = cx * cy * cz
         dx, dy, dz = launch.cube_dim
         units = dx * dy * dz
-        per_chunk = max(1, CHUNK_LANES // units)
+        per_chunk = self._chunk_cubes(units)
         if launch.tracer is not None:
             launch.tracer.bind(self.definition)
         # Wrap-around and float overflow are WGSL semantics, not accidents: the CPU server turns
@@ -266,6 +287,17 @@ class Plan:
             values.append((r, v))
         static["hoisted"] = (uniform, values)
         return values
+
+
+def _dropping(step: Step, ids: tuple[int, ...]) -> Step:
+    """`step`, then the values whose last use it was are dropped from the value table."""
+    def run(ctx: Ctx, mask: Any) -> None:
+        step(ctx, mask)
+        env = ctx.env
+        for i in ids:
+            env[i] = None
+
+    return run
 
 
 def _unit_memo(step: Step, op: Op) -> Step:

@@ -17,6 +17,7 @@ from cubelab.ir.core import Op
 from cubelab.ir.types import Elem
 from cubelab.runtime.cpu import semantics as sem
 from cubelab.runtime.cpu.lanes import Ctx, KernelRuntimeError, frozen
+from cubelab.runtime.cpu.memory import CubeView
 from cubelab.runtime.cpu.steps.registry import Step, builder, ty_of
 
 if TYPE_CHECKING:
@@ -29,10 +30,21 @@ _NP_BIN = {"arith.add": np.add, "arith.sub": np.subtract, "arith.mul": np.multip
            "arith.or": np.logical_or}
 
 
-def _binary(op: Op, f: Callable[[Any, Any], Any]) -> Step:
-    """The one step of an elementwise binary op: `result = f(lhs, rhs)` over the lanes."""
+def _binary(op: Op, f: Callable[[Any, Any], Any], plan: Plan | None = None) -> Step:
+    """The one step of an elementwise binary op: `result = f(lhs, rhs)` over the lanes. Given
+    the plan, an operand may be a shared-memory load handed over as a view (`CubeView`)."""
     a, b = (o.id for o in op.operands)
     r = op.result.id
+    if plan is not None and (a in plan.shared_view_loads or b in plan.shared_view_loads):
+        def view_step(ctx: Ctx, mask: Any) -> None:
+            env = ctx.env
+            x, y = env[a], env[b]
+            if type(x) is CubeView or type(y) is CubeView:
+                env[r] = _on_views(f, x, y)
+            else:
+                env[r] = f(x, y)
+
+        return view_step
 
     def step(ctx: Ctx, mask: Any) -> None:
         env = ctx.env
@@ -41,10 +53,22 @@ def _binary(op: Op, f: Callable[[Any, Any], Any]) -> Step:
     return step
 
 
+def _on_views(f: Callable[[Any, Any], Any], x: Any, y: Any) -> np.ndarray:
+    """`f` on operands of which one or both are views of each cube's row: computed in the
+    views' shape (the strided one's when both are views), flattened to one row per lane."""
+    shape = max((v.a.shape for v in (x, y) if type(v) is CubeView), key=len)
+
+    def fit(v: Any) -> np.ndarray:
+        a = v.a if type(v) is CubeView else v
+        return a if a.shape == shape or a.shape == (1,) else a.reshape(shape)
+
+    return f(fit(x), fit(y)).reshape(-1)
+
+
 @builder(*_NP_BIN)
 def _b_bin(plan: Plan, op: Op, depth: int) -> Step:
     f = _NP_BIN[op.name]
-    return _binary(op, f)
+    return _binary(op, f, plan)
 
 
 @builder("arith.min", "arith.max")
@@ -52,7 +76,7 @@ def _b_minmax(plan: Plan, op: Op, depth: int) -> Step:
     fl = ty_of(op.result).elem is Elem.F32
     f = {("arith.min", True): np.fmin, ("arith.max", True): np.fmax,
          ("arith.min", False): np.minimum, ("arith.max", False): np.maximum}[(op.name, fl)]
-    return _binary(op, f)
+    return _binary(op, f, plan)
 
 
 @builder("arith.div", "arith.rem")
@@ -66,7 +90,7 @@ def _b_divrem(plan: Plan, op: Op, depth: int) -> Step:
         def f(x: Any, y: Any) -> Any:
             return g(x, y, elem)
 
-    return _binary(op, f)
+    return _binary(op, f, plan)
 
 
 @builder("arith.shl", "arith.shr")

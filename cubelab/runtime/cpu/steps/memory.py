@@ -29,11 +29,14 @@ from cubelab.runtime.cpu.lanes import (
     full,
     row_mask,
 )
-from cubelab.runtime.cpu.memory import LocalSlot, Mem, OobAccess, Ptr
+from cubelab.runtime.cpu.memory import CubeView, LocalSlot, Mem, OobAccess, Ptr
 from cubelab.runtime.cpu.steps.registry import Step, builder
 
 if TYPE_CHECKING:
     from cubelab.runtime.cpu.plan import Plan
+
+
+shared_views = 0  # shared-memory loads handed to their use as views, ever (read by tests)
 
 
 @builder("var.declare")
@@ -154,6 +157,16 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
         else:
             index = env[idx]
         static = ctx._static
+        if index.shape == (1,) and mem.kind == "shared" and ctx.per_cube:
+            # one item for every lane (`tile[0]`): each cube's lanes reach the same item
+            key = ("uniform_index", int(index[0]), length)
+            found = static.get(key)
+            if found is None:
+                found = static[key] = _judge_unit_index(
+                    ctx, mem, np.full(ctx.per_cube, index[0], dtype=index.dtype))
+            if found is not False:
+                env[r] = Ptr(mem, index, index, pattern=found)
+                return
         if id(index) in static.get("memo_ids", ()):  # a unit-only index: judged once
             key = ("in_bounds", id(index), length, mem.kind)
             found = static.get(key)
@@ -315,13 +328,16 @@ def scatter(ctx: Ctx, p: Ptr, value: np.ndarray, mask: Any) -> None:
             pattern[0] == "take" or pattern[4])):
         # written through the cube pattern: a (masked) slice, an injective strided view, or
         # `store[:, p]` (several lanes on one item: the last lane wins, as below)
-        k = n // mem.store.shape[0]
-        val = full(value, n).reshape((mem.store.shape[0], k) + mem.item_shape)
-        if pattern[0] == "take":
+        take = pattern[0] == "take"
+        view = None if take else _cube_view(mem, pattern)
+        shape = (mem.store.shape[0], len(pattern[1])) + mem.item_shape if take else view.shape
+        if value.shape[0] == 1:  # a uniform value broadcasts
+            val = value.reshape((1,) * (len(shape) - len(mem.item_shape)) + mem.item_shape)
+        else:
+            val = value.reshape(shape)
+        if view is None:
             mem.store[:, pattern[1]] = val
             return
-        view = _cube_view(mem, pattern)
-        val = val.reshape(view.shape)
         if mask is None:
             view[...] = val
         else:
@@ -351,6 +367,21 @@ def load_step(plan: Plan, op: Op, depth: int) -> Step:
     """The load behind operand 0 (also `sync.uniform_load`'s, after its barrier)."""
     a, r = op.operands[0].id, op.result.id
     view = id(op) in plan.view_loads
+    if r in plan.shared_view_loads:
+        def view_step(ctx: Ctx, mask: Any) -> None:
+            p = ctx.env[a]
+            pattern = p.pattern
+            if p.unit or pattern is not None and pattern[0] != "take":
+                global shared_views
+                shared_views += 1
+                ctx.env[r] = CubeView(_unit_view(ctx, p.mem) if p.unit
+                                      else _cube_view(p.mem, pattern))
+                return
+            if p.report is not None:
+                report_oob(ctx, op, p, False)
+            ctx.env[r] = gather(ctx, p)
+
+        return view_step
 
     def step(ctx: Ctx, mask: Any) -> None:
         p = ctx.env[a]
