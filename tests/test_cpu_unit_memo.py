@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from cubelab import BufferArg, CubeCount, CubeDim
-from cubelab.prelude import f32
+from cubelab.prelude import f32, u32
 from cubelab.runtime.cpu import compaction, lanes
 from cubelab.runtime.cpu import plan as cpu_plan
 from cubelab.runtime.cpu.steps import memory as cpu_memory
 from cubelab.runtime.cpu.steps.memory import cube_pattern
 from tests.fixtures.cpu_kernels import (block_sum, read_then_overwrite_shared, shared_shuffles,
-                                        tile_transpose)
+                                        tile_transpose, unit_values_in_switch_arms)
 from tests.zoo import kernels as zoo
 
 
@@ -142,3 +142,16 @@ def test_shared_loads_used_once_by_arithmetic_are_read_as_views_of_the_rows(cpu_
     # the two loads of sm[u] in the last line, in each of the three chunks; never `a` (read
     # before the store)
     assert cpu_memory.shared_views - before == 6
+
+
+def test_unit_values_inside_compacted_switch_arms_match_numpy(client, small_chunks):
+    cubes = 72
+    out = client.empty(4 * 256 * cubes)
+    runs = compaction.compacted_runs
+    unit_values_in_switch_arms.launch(client, CubeCount.Static(cubes), CubeDim.new_1d(256),
+                                      BufferArg.from_raw_parts(out, 256 * cubes))
+    u = np.tile(np.arange(256, dtype=np.uint32), cubes)
+    want = np.where(u % 4 == 0, u * 3 + 1, np.where(u % 4 == 1, u + 7, u // 2))
+    np.testing.assert_array_equal(u32.from_bytes(client.read_one(out)), want)
+    if client.name().startswith("cpu"):
+        assert compaction.compacted_runs > runs  # the arms really ran on their lanes alone

@@ -58,7 +58,7 @@ def _b_switch(plan: Plan, op: Op, depth: int) -> Step:
     dt = sem.dtype_of(ty_of(op.operands[0]))
     cases = [np.array(values, dtype=dt) for values in op.attrs["cases"]]
     bodies = [plan.block(r, depth + 1) if r.ops else None for r in op.regions]
-    frees = [free_ids([r]) for r in op.regions]
+    frees = [free_ids([r], plan.hoisted_ids) for r in op.regions]
     traced = plan.traced
 
     def step(ctx: Ctx, mask: Any) -> None:
