@@ -136,6 +136,11 @@ class Plan:
             (op.results[0].id, (op.name, repr(sorted(op.attrs.items())), repr(op.results[0].type)),
              tuple(o.id for o in op.operands), self._op(op, 0)) for op in kept)
         self._memory_per_cube = analysis.array_bytes(definition)
+        # never dropped: values bound before the body runs, and those a memory.index step reads
+        # besides its operands (the index the kernel computed before CheckedIo's clamp, for
+        # `report` mode; the bound of a clamped ABSOLUTE_POS)
+        self._kept = self.uniform_ids | self.hoisted_ids | set(self.lane_min.values()) | {
+            raw for raw, clamped in self.raw_index.values() if clamped}
         self.body = self.block(definition.body, 0)
 
     def _uniform_values(self, launch: LaunchState) -> list[tuple[int, Any]]:
@@ -162,8 +167,7 @@ class Plan:
         steps: list[Step] = []
         # a plain plan drops each value after its last use in the block that computes it, so
         # numpy reuses that (cache-warm) memory for the next result instead of fresh memory
-        dying = analysis.last_uses(block, self.uniform_ids | self.hoisted_ids) \
-            if self.needed is not None else {}
+        dying = analysis.last_uses(block, self._kept) if self.needed is not None else {}
         for i, op in enumerate(block.ops):
             if self.needed is not None and analysis.is_pure(op) and op.results and \
                     op.results[0].id not in self.needed:

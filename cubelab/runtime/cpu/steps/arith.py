@@ -62,7 +62,31 @@ def _on_views(f: Callable[[Any, Any], Any], x: Any, y: Any) -> np.ndarray:
         a = v.a if type(v) is CubeView else v
         return a if a.shape == shape or a.shape == (1,) else a.reshape(shape)
 
-    return f(fit(x), fit(y)).reshape(-1)
+    a, b = fit(x), fit(y)
+    if f is np.multiply and a.dtype == np.float32 and b.dtype == np.float32 and \
+            a.shape == b.shape and (0 in a.strides or 0 in b.strides):
+        # a product of broadcasts (a_tile[ty * 16 + j] * b_tile[j * 16 + tx]: a column times a
+        # row in every cube): einsum forms the outer products ~2x faster than ufunc loops
+        # whose innermost step is 0; each item is still one f32 product
+        return _outer(a, b).reshape(-1)
+    return f(a, b).reshape(-1)
+
+
+def _outer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a * b (same shape) through einsum over the axes each really varies along."""
+    def reduced(v: np.ndarray) -> tuple[np.ndarray, str]:
+        keep = [n > 1 and st != 0 for n, st in zip(v.shape, v.strides)]
+        return (v[tuple(slice(None) if k else 0 for k in keep)],
+                "".join(_AXES[i] for i, k in enumerate(keep) if k))
+
+    (ra, sa), (rb, sb) = reduced(a), reduced(b)
+    out = "".join(_AXES[i] for i, n in enumerate(a.shape) if n > 1)
+    if not set(out) <= set(sa + sb):  # an axis along which neither varies: plain broadcast
+        return np.multiply(a, b)
+    return np.einsum(f"{sa},{sb}->{out}", ra, rb).reshape(a.shape)
+
+
+_AXES = "abcdefgh"
 
 
 @builder(*_NP_BIN)
