@@ -127,7 +127,7 @@ class Plan:
         budget, kept = HOIST_BYTES, []
         for op in hoisted:
             ty = op.results[0].type
-            budget -= CHUNK_LANES * 4 * (ty.width if isinstance(ty, Ty) else 1)
+            budget -= self._chunk_lanes() * 4 * (ty.width if isinstance(ty, Ty) else 1)
             if budget < 0:
                 break
             kept.append(op)
@@ -224,12 +224,15 @@ class Plan:
             found = self._statics[key] = {}
         return found
 
+    def _chunk_lanes(self) -> int:
+        """Lanes per chunk, at most: `CHUNK_LANES`, fewer (down to a quarter) when the kernel
+        has many values — the chunk's value table holds one array per SSA value."""
+        return min(CHUNK_LANES, max(CHUNK_LANES // 4, VALUE_BYTES // (4 * self.nvals)))
+
     def _chunk_cubes(self, units: int) -> int:
-        """Cubes per chunk: `CHUNK_LANES` lanes, fewer (down to a quarter) when the kernel has
-        many values — the chunk's value table holds one array per SSA value — and fewer still
-        when its shared and local arrays would pass `CHUNK_MEMORY` bytes."""
-        lanes = min(CHUNK_LANES, max(CHUNK_LANES // 4, VALUE_BYTES // (4 * self.nvals)))
-        cubes = max(1, lanes // units)
+        """Cubes per chunk: `_chunk_lanes`, fewer when the kernel's shared and local arrays
+        would pass `CHUNK_MEMORY` bytes."""
+        cubes = max(1, self._chunk_lanes() // units)
         per_cube = self._memory_per_cube[0] + self._memory_per_cube[1] * units
         return min(cubes, max(1, CHUNK_MEMORY // per_cube)) if per_cube else cubes
 

@@ -74,18 +74,28 @@ def _on_views(f: Callable[[Any, Any], Any], x: Any, y: Any) -> np.ndarray:
 
 def _outer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """a * b (same shape) through einsum over the axes each really varies along."""
-    def reduced(v: np.ndarray) -> tuple[np.ndarray, str]:
-        keep = [n > 1 and st != 0 for n, st in zip(v.shape, v.strides)]
-        return (v[tuple(slice(None) if k else 0 for k in keep)],
-                "".join(_AXES[i] for i, k in enumerate(keep) if k))
+    key = (a.shape, a.strides, b.strides)
+    how = _OUTER.get(key)
+    if how is None:
+        def reduced(v: np.ndarray) -> tuple[tuple[Any, ...], str]:
+            keep = [n > 1 and st != 0 for n, st in zip(v.shape, v.strides)]
+            return (tuple(slice(None) if k else 0 for k in keep),
+                    "".join(_AXES[i] for i, k in enumerate(keep) if k))
 
-    (ra, sa), (rb, sb) = reduced(a), reduced(b)
-    out = "".join(_AXES[i] for i, n in enumerate(a.shape) if n > 1)
-    if not set(out) <= set(sa + sb):  # an axis along which neither varies: plain broadcast
+        (ia, sa), (ib, sb) = reduced(a), reduced(b)
+        out = "".join(_AXES[i] for i, n in enumerate(a.shape) if n > 1)
+        # an axis along which neither varies: a plain broadcast
+        how = (ia, ib, f"{sa},{sb}->{out}") if set(out) <= set(sa + sb) else ()
+        if len(_OUTER) > 256:
+            _OUTER.clear()
+        _OUTER[key] = how
+    if not how:
         return np.multiply(a, b)
-    return np.einsum(f"{sa},{sb}->{out}", ra, rb).reshape(a.shape)
+    ia, ib, spec = how
+    return np.einsum(spec, a[ia], b[ib]).reshape(a.shape)
 
 
+_OUTER: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # (shape, strides) -> how `_outer` runs
 _AXES = "abcdefgh"
 
 
