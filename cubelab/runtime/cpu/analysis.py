@@ -359,14 +359,16 @@ def view_shared_loads(definition: KernelDefinition) -> set[int]:
 
 
 # -- value lifetimes ----------------------------------------------------------------------------
-def last_uses(block: Block, kept: set[int]) -> dict[int, tuple[int, ...]]:
+def last_uses(block: Block, kept: set[int], uses: dict[int, int]) -> dict[int, tuple[int, ...]]:
     """index of an op in `block` -> the values computed by ops of `block` whose last use is that
-    op (or an op nested in it): the plan may drop them after it. Only values of this block:
-    one computed outside a loop body and used inside must live through every iteration. Never
-    the operand of `scf.condition` (its loop reads it after the block) nor `kept` values (the
-    plan binds them before the body runs, once)."""
+    op (or an op nested in it): the plan may drop them after it. Only values of this block all
+    of whose uses (`uses`: id -> how many operands name it, in the whole kernel) are in it: one
+    computed outside a loop body and used inside must live through every iteration. Never the
+    operand of `scf.condition` (its loop reads it after the block) nor `kept` values (the plan
+    binds them before the body runs, once)."""
     defined = {r.id for op in block.ops for r in op.results} - kept
     last: dict[int, int] = {}
+    seen: dict[int, int] = {}
     for i, op in enumerate(block.ops):
         for inner in op.walk():
             if inner.name == "scf.condition":
@@ -374,6 +376,8 @@ def last_uses(block: Block, kept: set[int]) -> dict[int, tuple[int, ...]]:
             for o in inner.operands:
                 if o.id in defined:
                     last[o.id] = i
+                    seen[o.id] = seen.get(o.id, 0) + 1
+    defined -= {v for v, n in seen.items() if n != uses.get(v)}
     out: dict[int, list[int]] = {}
     for v, i in last.items():
         if v in defined:

@@ -139,6 +139,10 @@ class Plan:
         # never dropped: values bound before the body runs, and those a memory.index step reads
         # besides its operands (the index the kernel computed before CheckedIo's clamp, for
         # `report` mode; the bound of a clamped ABSOLUTE_POS)
+        self._uses: dict[int, int] = {}
+        for op in definition.walk():
+            for o in op.operands:
+                self._uses[o.id] = self._uses.get(o.id, 0) + 1
         self._kept = self.uniform_ids | self.hoisted_ids | set(self.lane_min.values()) | {
             raw for raw, clamped in self.raw_index.values() if clamped}
         self.body = self.block(definition.body, 0)
@@ -167,7 +171,8 @@ class Plan:
         steps: list[Step] = []
         # a plain plan drops each value after its last use in the block that computes it, so
         # numpy reuses that (cache-warm) memory for the next result instead of fresh memory
-        dying = analysis.last_uses(block, self._kept) if self.needed is not None else {}
+        dying = analysis.last_uses(block, self._kept, self._uses) \
+            if self.needed is not None else {}
         for i, op in enumerate(block.ops):
             if self.needed is not None and analysis.is_pure(op) and op.results and \
                     op.results[0].id not in self.needed:
@@ -247,7 +252,7 @@ class Plan:
         # Wrap-around and float overflow are WGSL semantics, not accidents: the CPU server turns
         # numpy's warnings off once on its device thread (errstate here would cost ~2 µs a run).
         bound = list(zip(self._buffer_list, launch.mems))
-        uniform = self._uniform_values(launch) if self.uniform_ops else []
+        uniform = self._uniform_values(launch) if self.uniform_ops else _NO_VALUES
         bound += uniform
         statics: dict[int, dict[str, Any]] = {}  # per chunk size: arrays its chunks share
         for c0 in range(0, total, per_chunk):
@@ -305,6 +310,10 @@ def _dropping(step: Step, ids: tuple[int, ...]) -> Step:
             env[i] = None
 
     return run
+
+
+_NO_VALUES: list[tuple[int, Any]] = []  # a plan's launch-uniform values when it has none: one
+# object, so that `Plan._hoisted` knows the signature has not changed
 
 
 def _unit_memo(step: Step, op: Op) -> Step:
