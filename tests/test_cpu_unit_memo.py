@@ -16,8 +16,9 @@ from cubelab.runtime.cpu import compaction, lanes
 from cubelab.runtime.cpu import plan as cpu_plan
 from cubelab.runtime.cpu.steps import memory as cpu_memory
 from cubelab.runtime.cpu.steps.memory import cube_pattern
-from tests.fixtures.cpu_kernels import (block_sum, read_then_overwrite_shared, shared_shuffles,
-                                        tile_transpose, unit_values_in_switch_arms)
+from tests.fixtures.cpu_kernels import (block_sum, broadcast_product, read_then_overwrite_shared,
+                                        shared_shuffles, tile_transpose,
+                                        unit_values_in_switch_arms)
 from tests.zoo import kernels as zoo
 
 
@@ -155,3 +156,17 @@ def test_unit_values_inside_compacted_switch_arms_match_numpy(client, small_chun
     np.testing.assert_array_equal(u32.from_bytes(client.read_one(out)), want)
     if client.name().startswith("cpu"):
         assert compaction.compacted_runs > runs  # the arms really ran on their lanes alone
+
+
+def test_a_product_of_broadcast_shared_reads_is_ieee_down_to_the_sign_of_zero(client,
+                                                                              small_chunks):
+    cubes = 72
+    xs = np.random.default_rng(6).standard_normal(256 * cubes).astype(np.float32)
+    xs[::3] = 0.0  # negative times zero is -0.0: a sum-of-products kernel would say +0.0
+    out = client.empty(4 * xs.size)
+    broadcast_product.launch(client, CubeCount.Static(cubes), CubeDim.new_2d(16, 16),
+                             arg(client, xs), BufferArg.from_raw_parts(out, xs.size))
+    t = xs.reshape(cubes, 16, 16)  # [cube, y, x]
+    want = (t[:, :, 3][:, :, None] * t[:, 5, :][:, None, :]).ravel()
+    got = f32.from_bytes(client.read_one(out))
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -62,41 +62,7 @@ def _on_views(f: Callable[[Any, Any], Any], x: Any, y: Any) -> np.ndarray:
         a = v.a if type(v) is CubeView else v
         return a if a.shape == shape or a.shape == (1,) else a.reshape(shape)
 
-    a, b = fit(x), fit(y)
-    if f is np.multiply and a.dtype == np.float32 and b.dtype == np.float32 and \
-            a.shape == b.shape and (0 in a.strides or 0 in b.strides):
-        # a product of broadcasts (a_tile[ty * 16 + j] * b_tile[j * 16 + tx]: a column times a
-        # row in every cube): einsum forms the outer products ~2x faster than ufunc loops
-        # whose innermost step is 0; each item is still one f32 product
-        return _outer(a, b).reshape(-1)
-    return f(a, b).reshape(-1)
-
-
-def _outer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a * b (same shape) through einsum over the axes each really varies along."""
-    key = (a.shape, a.strides, b.strides)
-    how = _OUTER.get(key)
-    if how is None:
-        def reduced(v: np.ndarray) -> tuple[tuple[Any, ...], str]:
-            keep = [n > 1 and st != 0 for n, st in zip(v.shape, v.strides)]
-            return (tuple(slice(None) if k else 0 for k in keep),
-                    "".join(_AXES[i] for i, k in enumerate(keep) if k))
-
-        (ia, sa), (ib, sb) = reduced(a), reduced(b)
-        out = "".join(_AXES[i] for i, n in enumerate(a.shape) if n > 1)
-        # an axis along which neither varies: a plain broadcast
-        how = (ia, ib, f"{sa},{sb}->{out}") if set(out) <= set(sa + sb) else ()
-        if len(_OUTER) > 256:
-            _OUTER.clear()
-        _OUTER[key] = how
-    if not how:
-        return np.multiply(a, b)
-    ia, ib, spec = how
-    return np.einsum(spec, a[ia], b[ib]).reshape(a.shape)
-
-
-_OUTER: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # (shape, strides) -> how `_outer` runs
-_AXES = "abcdefgh"
+    return f(fit(x), fit(y)).reshape(-1)
 
 
 @builder(*_NP_BIN)

@@ -298,7 +298,7 @@ def gather(ctx: Ctx, p: Ptr) -> np.ndarray:
         return v.reshape((ctx.n,) + mem.item_shape)
     rows = rows_of(ctx, mem)
     if rows is None:
-        v = mem.store[p.index]
+        v = np.take(mem.store, p.index, axis=0)  # faster than store[index] (u32 indices)
     else:
         v = np.take(_flat(mem), rows + full(p.index, ctx.n), axis=0)
     if p.bad is not None:
