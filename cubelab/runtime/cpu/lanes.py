@@ -125,12 +125,12 @@ class Ctx:
         return a
 
     def lanes(self) -> np.ndarray:
-        """ABSOLUTE_POS of every lane (u32)."""
+        """ABSOLUTE_POS of every lane (u32): a slice of one shared read-only arange."""
         a = self._cache.get("lanes")
         if a is None:
             a = self._derived("lanes")
             if a is None:
-                a = np.arange(self.start, self.start + self.n, dtype=np.uint32)
+                a = positions(self.start, self.start + self.n)
                 self._cache["lanes"] = a
         return a
 
@@ -200,6 +200,21 @@ class Ctx:
         c = self.cube0 + li // self.U
         u = li % self.U
         return (c % cx, (c // cx) % cy, c // (cx * cy)), (u % dx, (u // dx) % dy, u // (dx * dy))
+
+
+_POSITIONS = np.zeros(0, dtype=np.uint32)
+POSITIONS_MAX = 1 << 24  # lanes the shared arange may cover (64 MiB)
+
+
+def positions(start: int, stop: int) -> np.ndarray:
+    """start..stop-1 as u32, read-only: a view of one arange every launch shares (grown to the
+    largest launch, up to POSITIONS_MAX lanes), instead of a new arange per chunk."""
+    global _POSITIONS
+    if stop > len(_POSITIONS):
+        if stop > POSITIONS_MAX:
+            return np.arange(start, stop, dtype=np.uint32)
+        _POSITIONS = frozen(np.arange(max(stop, 2 * len(_POSITIONS)), dtype=np.uint32))
+    return _POSITIONS[start:stop]
 
 
 def frozen(a: np.ndarray) -> np.ndarray:
