@@ -23,10 +23,11 @@ from cubelab.ir.core import KernelDefinition
 from cubelab.runtime.cpu.memory import Mem, OobAccess
 from cubelab.runtime.cpu.trace import Tracer
 
-# Lanes per chunk, at most (`Plan._chunk_cubes`): 2^18 lanes make 1 MiB f32 arrays, which numpy
-# still streams at L2/L3 speed, while the interpreter's per-step cost (a few µs per op, per chunk)
-# is paid a quarter as often as with 2^16 (the tree reduction on 4 M floats: ~2x faster).
-CHUNK_LANES = 1 << 18
+# Lanes per chunk, at most (`Plan._chunk_cubes`): 2^19 lanes make 2 MiB f32 arrays, which numpy
+# still streams at L3 speed, while the interpreter's per-step cost (a few µs per op, per chunk)
+# is paid an eighth as often as with 2^16 (measured on the tree reduction of 4 M floats: 2^16 ->
+# 2^18 about 2x faster, 2^18 -> 2^19 another 0.74x the time; the stencil 0.94x).
+CHUNK_LANES = 1 << 19
 # One loop execution may run this many lockstep iterations on the CPU runtime (checked or not).
 # An interpreted iteration costs a few microseconds, so 2^20 stops a runaway loop within seconds
 # (10^7 kept a student's cell busy for half a minute) while a serial loop over 10^6 items runs.

@@ -69,7 +69,7 @@ unit_memo_hits = 0  # how many unit-only values were reused, ever (read by tests
 hoisted_reuses = 0  # how many chunks reused the hoisted values of an earlier one (read by tests)
 MEMO_MIN_LANES = 4096  # below it, memoizing costs more than it saves (measured: +12 % at 1024)
 HOIST_BYTES = 16 << 20  # per chunk shape, for the values `Plan._hoisted` computes up front
-VALUE_BYTES = 64 << 20  # a chunk's value table, at 4 bytes per lane and value (`_chunk_cubes`)
+VALUE_BYTES = 128 << 20  # a chunk's value table, at 4 bytes per lane and value (`_chunk_lanes`)
 CHUNK_MEMORY = 64 << 20  # a chunk's shared and local arrays
 
 
