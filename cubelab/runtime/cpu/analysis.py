@@ -358,6 +358,28 @@ def view_shared_loads(definition: KernelDefinition) -> set[int]:
     return out
 
 
+# -- results computed into the buffer that stores them ----------------------------------------
+IN_PLACE_OPS = frozenset({"arith.add", "arith.sub", "arith.mul", "arith.div"})
+
+
+def stored_in_place(block: Block, i: int, uses: dict[int, int]) -> bool:
+    """Whether `block.ops[i]` is an f32 add/sub/mul/div whose one use is the store right after
+    the `memory.index` of a global buffer that follows it (`out[i] = a / b`): the plan may
+    compute it straight into the buffer when that pointer is a slice (`steps.memory.in_place`).
+    Nothing runs between the three ops, so computing the value after the index is the same."""
+    ops = block.ops
+    if i + 2 >= len(ops):
+        return False
+    op, ix, st = ops[i], ops[i + 1], ops[i + 2]
+    ty = op.results[0].type if len(op.results) == 1 else None
+    ptr = ix.results[0].type if ix.name == "memory.index" else None
+    return (op.name in IN_PLACE_OPS and isinstance(ty, Ty) and ty.elem is Elem.F32
+            and isinstance(ptr, Pointer) and ptr.space == "global"
+            and st.name == "memory.store" and uses.get(op.results[0].id) == 1
+            and uses.get(ix.results[0].id) == 1 and st.operands[0].id == ix.results[0].id
+            and st.operands[1].id == op.results[0].id)
+
+
 # -- value lifetimes ----------------------------------------------------------------------------
 def last_uses(block: Block, kept: set[int], uses: dict[int, int]) -> dict[int, tuple[int, ...]]:
     """index of an op in `block` -> the values computed by ops of `block` whose last use is that

@@ -24,7 +24,7 @@ import numpy as np
 
 class Mem:
     __slots__ = ("name", "store", "length", "kind", "view_ok", "shape", "strides", "handle_id",
-                 "item_shape", "aliased")
+                 "item_shape", "aliased", "views")
 
     def __init__(self, name: str, store: np.ndarray, length: int, kind: str,
                  view_ok: bool = False, handle_id: int = -1) -> None:
@@ -38,6 +38,7 @@ class Mem:
         self.handle_id = handle_id
         self.item_shape = store.shape[2:] if kind != "global" else store.shape[1:]
         self.aliased = False  # the same memory is bound to another argument of the launch
+        self.views: dict[Any, np.ndarray] | None = None  # shared: views by cube pattern
 
     def __repr__(self) -> str:
         return f"Mem({self.kind} {self.name}, len={self.length})"

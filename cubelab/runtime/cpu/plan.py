@@ -56,6 +56,7 @@ from cubelab.runtime.cpu.lanes import (
     KernelRuntimeError,
     LaunchState,
 )
+from cubelab.runtime.cpu.steps.memory import in_place
 from cubelab.runtime.cpu.steps.registry import BUILDERS, Step
 
 __all__ = ["BUILDERS", "CHUNK_LANES", "DivergentBarrier", "KernelRuntimeError", "LaunchState",
@@ -175,7 +176,10 @@ class Plan:
         # numpy reuses that (cache-warm) memory for the next result instead of fresh memory
         dying = analysis.last_uses(block, self._kept, self._uses) \
             if self.needed is not None else {}
+        fused: set[int] = set()  # ops run by an earlier step (`steps.memory.in_place`)
         for i, op in enumerate(block.ops):
+            if i in fused:
+                continue
             if self.needed is not None and analysis.is_pure(op) and op.results and \
                     op.results[0].id not in self.needed:
                 continue
@@ -183,7 +187,17 @@ class Plan:
                                or op.results[0].id in self.hoisted_ids):
                 continue
             step = self._op(op, depth)
-            if i in dying:
+            if self.needed is not None and op.results[0:1] and \
+                    op.results[0].id not in self.unit_only and \
+                    analysis.stored_in_place(block, i, self._uses):
+                index_op, store_op = block.ops[i + 1], block.ops[i + 2]
+                step = in_place(op, index_op, step, self._op(index_op, depth),
+                                self._op(store_op, depth))
+                fused.update((i + 1, i + 2))
+                dead = tuple(v for k in (i, i + 1, i + 2) for v in dying.get(k, ()))
+                if dead:
+                    step = _dropping(step, dead)
+            elif i in dying:
                 step = _dropping(step, dying[i])
             if op.results and op.results[0].id in self.unit_only and op.name != "builtin.read":
                 step = _unit_memo(step, op)

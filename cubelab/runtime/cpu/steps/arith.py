@@ -40,7 +40,7 @@ def _binary(op: Op, f: Callable[[Any, Any], Any], plan: Plan | None = None) -> S
             env = ctx.env
             x, y = env[a], env[b]
             if type(x) is CubeView or type(y) is CubeView:
-                env[r] = _on_views(f, x, y)
+                env[r] = on_views(f, x, y)
             else:
                 env[r] = f(x, y)
 
@@ -53,16 +53,24 @@ def _binary(op: Op, f: Callable[[Any, Any], Any], plan: Plan | None = None) -> S
     return step
 
 
-def _on_views(f: Callable[[Any, Any], Any], x: Any, y: Any) -> np.ndarray:
+def on_views(f: Callable[..., Any], x: Any, y: Any,
+             out: np.ndarray | None = None) -> np.ndarray:
     """`f` on operands of which one or both are views of each cube's row: computed in the
-    views' shape (the strided one's when both are views), flattened to one row per lane."""
-    shape = max((v.a.shape for v in (x, y) if type(v) is CubeView), key=len)
-
-    def fit(v: Any) -> np.ndarray:
-        a = v.a if type(v) is CubeView else v
-        return a if a.shape == shape or a.shape == (1,) else a.reshape(shape)
-
-    return f(fit(x), fit(y)).reshape(-1)
+    views' shape (the strided one's when both are views), flattened to one row per lane (into
+    `out`, one row per lane, when given: `f` is then a ufunc)."""
+    xv, yv = type(x) is CubeView, type(y) is CubeView
+    a = x.a if xv else x
+    b = y.a if yv else y
+    if a.shape != b.shape:
+        if xv and (not yv or a.ndim >= b.ndim):
+            if b.shape != (1,):
+                b = b.reshape(a.shape)
+        elif a.shape != (1,):
+            a = a.reshape(b.shape)
+    if out is not None:
+        f(a, b, out=out.reshape(a.shape if a.shape != (1,) else b.shape))
+        return out
+    return f(a, b).reshape(-1)
 
 
 @builder(*_NP_BIN)

@@ -30,6 +30,7 @@ from cubelab.runtime.cpu.lanes import (
     row_mask,
 )
 from cubelab.runtime.cpu.memory import CubeView, LocalSlot, Mem, OobAccess, Ptr
+from cubelab.runtime.cpu.steps.arith import on_views
 from cubelab.runtime.cpu.steps.registry import Step, builder
 
 if TYPE_CHECKING:
@@ -239,13 +240,22 @@ def cube_pattern(p: np.ndarray, dims: tuple[int, int, int] | None,
 def _cube_view(mem: Mem, pattern: tuple[Any, ...]) -> np.ndarray:
     """Every cube's row of `mem` seen through a slice or strided pattern: (cubes, k[, w]) for a
     slice, (cubes, dz, dy, dx) for a strided one."""
+    views = mem.views
+    if views is None:
+        views = mem.views = {}
+    v = views.get(pattern)
+    if v is not None:
+        return v
     store = mem.store
     if pattern[0] == "slice":
-        return store[:, pattern[1]:pattern[2]]
-    _, a, shape, steps, _ = pattern
-    es = store.itemsize  # shared memory is one contiguous array (`shared.declare`)
-    return np.ndarray((store.shape[0],) + shape, store.dtype, store, a * es,
-                      (store.strides[0],) + tuple(s * es for s in steps))
+        v = store[:, pattern[1]:pattern[2]]
+    else:
+        _, a, shape, steps, _ = pattern
+        es = store.itemsize  # shared memory is one contiguous array (`shared.declare`)
+        v = np.ndarray((store.shape[0],) + shape, store.dtype, store, a * es,
+                       (store.strides[0],) + tuple(s * es for s in steps))
+    views[pattern] = v
+    return v
 
 
 def _out_of_bounds(index: np.ndarray, length: int) -> np.ndarray:
@@ -360,6 +370,38 @@ def scatter(ctx: Ctx, p: Ptr, value: np.ndarray, mask: Any) -> None:
         store[idx] = val
     else:
         store[idx[sel]] = val[sel]
+
+
+_IN_PLACE = {"arith.add": np.add, "arith.sub": np.subtract, "arith.mul": np.multiply,
+             "arith.div": np.divide}
+
+
+def in_place(op: Op, index_op: Op, value_step: Step, index_step: Step,
+             store_step: Step) -> Step:
+    """`out[i] = a / b` as one step (`analysis.stored_in_place`): the pointer first, then, when
+    it is a slice of the buffer and every lane stores, the ufunc writes its result straight into
+    that slice (numpy handles operands that overlap it) — one pass less than computing the value
+    and copying it in. Anything else runs the three steps as they are."""
+    ufunc = _IN_PLACE[op.name]
+    a, b = (o.id for o in op.operands)
+    p_id = index_op.results[0].id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        index_step(ctx, mask)
+        env = ctx.env
+        p = env[p_id]
+        if mask is None and p.start is not None and p.report is None:
+            dest = p.mem.store[p.start:p.stop]
+            x, y = env[a], env[b]
+            if type(x) is CubeView or type(y) is CubeView:
+                on_views(ufunc, x, y, dest)
+            else:
+                ufunc(x, y, out=dest)
+            return
+        value_step(ctx, mask)
+        store_step(ctx, mask)
+
+    return step
 
 
 @builder("memory.load", "atomic.load")
