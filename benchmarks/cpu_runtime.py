@@ -1,6 +1,6 @@
 """CPU runtime throughput and per-launch overhead, against numpy and lavapipe in the same run.
 
-    python benchmarks/cpu_runtime.py [--quick] [--recording] [--shm] [--base COMMIT]
+    python benchmarks/cpu_runtime.py [--quick] [--recording] [--shm] [--base COMMIT[,COMMIT]]
 
 - saxpy on 4 M floats (1 M vec4 units): the CPU runtime vs numpy computing `a * x + y` directly
   (in place, the way a careful numpy user would), vs the same kernel on wgpu (lavapipe here);
@@ -9,11 +9,14 @@
   `x.reshape(-1, 256).sum(1)` vs wgpu.
 - shared-memory kernels on the CPU runtime (issue #17): the tree reduction above, the zoo's
   tiled 256x256 matmul (16x16 tiles) and its 1-D 3-point stencil with a halo in shared memory
-  (4 M floats), against numpy and against a *baseline checkout* of cubelab run in a subprocess
-  in the same run (`--base COMMIT`, default the commit before the unit-only work; checked out
-  with `git worktree add` into a temporary directory), so the speed-up is measured, not
-  remembered. CPU seconds (`time.process_time`, every thread of the process), best of N, the
-  baseline timed before and after the current code: the VM these run on is shared.
+  (4 M floats), against numpy and against *baseline checkouts* of cubelab run in subprocesses
+  in the same run (`--base COMMIT,...`, default 7aac876, the code before any of this work, and
+  2a8ec05, main before the cube-pattern work; checked out with `git worktree add` into a
+  temporary directory), so the speed-up is measured, not remembered. CPU seconds
+  (`time.process_time`, every thread of the process), best of N, each baseline timed before and
+  after the current code: the VM these run on is shared. numpy's BLAS runs one thread here
+  (OPENBLAS_NUM_THREADS=1, set before numpy loads), as the interpreter does: a spinning BLAS
+  thread pool counts its CPU seconds on a busy machine.
 - per-launch fixed overhead: a 4-unit saxpy launched back to back, time per launch (submit +
   run to completion, measured over a sync). Target: <= 100 µs.
 - access recording (issue #14): a 4-cube x 256-unit kernel with 10 accesses per unit launched
@@ -27,12 +30,15 @@ No timing is asserted anywhere (benchmarks print, tests assert behaviour).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy loads its BLAS (see above)
+
+import numpy as np  # noqa: E402
 
 from _common import ROOT, best_of, table  # noqa: E402  (sets sys.path and XDG_RUNTIME_DIR)
 
@@ -198,7 +204,9 @@ def bench_recording(rows: list[list[Any]]) -> None:
                  f"{t_rep * 1e3:.1f} ms / launch", "", f"{t_rep / t_off:.0f}x the plain launch"])
 
 
-BASE = "7aac876"  # main before the CPU runtime's unit-only memo (issue #17)
+# main before the CPU runtime's unit-only memo (issue #17: "5x faster than today" is against it),
+# and main before the cube patterns, hoisting and views of the second round
+BASES = ("7aac876", "2a8ec05")
 MM, TILE, BLOCK = 256, 16, 256
 
 
@@ -285,7 +293,8 @@ def base_times(commit: str) -> dict[str, tuple[float, float]] | str:
 
 
 def bench_shared_memory(rows: list[list[Any]]) -> None:
-    commit = sys.argv[sys.argv.index("--base") + 1] if "--base" in sys.argv else BASE
+    commits = sys.argv[sys.argv.index("--base") + 1].split(",") if "--base" in sys.argv \
+        else list(BASES)
     rng = np.random.default_rng(1)
     xs = rng.standard_normal(N).astype(np.float32)
     a = rng.standard_normal((MM, MM)).astype(np.float32)
@@ -298,22 +307,25 @@ def bench_shared_memory(rows: list[list[Any]]) -> None:
     }
     label = {"block_sum": "shared-mem reduction 4M f32", "matmul": f"tiled matmul {MM}x{MM}",
              "stencil3": "stencil3 (halo in shared) 4M f32"}
-    before = base_times(commit)
+    before = {c: base_times(c) for c in commits}
     now = shm_times()
-    after = base_times(commit)  # the baseline again: load that changed during the run shows
+    after = {c: base_times(c) for c in commits}  # again: load that changed during the run shows
     for name, (t, err) in now.items():
         t_np = cpu_time(numpy_ref[name])
         rows.append([label[name], "numpy (direct)", f"{t_np * 1e3:.2f} ms", "", "1.00x"])
-        if isinstance(before, str) or isinstance(after, str):
-            rows.append([label[name], f"cpu<numpy> at {commit}", str(before), "", ""])
-            t_base = None
-        else:
-            t_base = min(before[name][0], after[name][0])
-            rows.append([label[name], f"cpu<numpy> at {commit}", f"{t_base * 1e3:.2f} ms", "",
+        speedups = []
+        for c in commits:
+            b0, b1 = before[c], after[c]
+            if isinstance(b0, str) or isinstance(b1, str):
+                rows.append([label[name], f"cpu<numpy> at {c}", str(b0 if isinstance(b0, str)
+                                                                     else b1), "", ""])
+                continue
+            t_base = min(b0[name][0], b1[name][0])
+            rows.append([label[name], f"cpu<numpy> at {c}", f"{t_base * 1e3:.2f} ms", "",
                          f"{t_np / t_base:.3f}x"])
-        speedup = f", {t_base / t:.2f}x the baseline" if t_base else ""
+            speedups.append(f"{t_base / t:.2f}x {c}")
         rows.append([label[name], f"cpu<numpy> now (max |err| {err:.1e})", f"{t * 1e3:.2f} ms",
-                     "", f"{t_np / t:.3f}x{speedup}"])
+                     "", f"{t_np / t:.3f}x" + "".join(f", {s}" for s in speedups)])
 
 
 def main() -> None:
