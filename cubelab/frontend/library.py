@@ -177,22 +177,32 @@ def _float_class(fn: str) -> Callable[[Scope, Any], Any]:
     return expand
 
 
-def _scaled(fn: str, k: float, offset: float = 0.0, inner: str | None = None
-            ) -> Callable[[Scope, Any], Any]:
-    """inner(x) * k + offset (to_degrees, to_radians, recip as 1/x, exp_m1 as exp(x) - 1)."""
+def _scaled(fn: str, k: float) -> Callable[[Scope, Any], Any]:
+    """x * k (to_degrees, to_radians), or 1/x for recip (CubeCL's polyfills)."""
     def expand(s: Scope, x: Any) -> Any:
         v = _float_value(s, fn, x)
         ty = ty_of(v)
-        if inner is not None:
-            v = s.emit("math.unary", [v], ty, fn=inner)
         if fn == "recip":
             return RV(s.emit("arith.div", [_c(s, 1.0, ty), v], ty))
-        r = s.emit("arith.mul", [v, _c(s, k, ty)], ty) if k != 1.0 else v
-        if offset:
-            r = s.emit("arith.add", [r, _c(s, offset, ty)], ty)
-        return RV(r)
+        return RV(s.emit("arith.mul", [v, _c(s, k, ty)], ty))
 
     return expand
+
+
+def _exp_m1(s: Scope, x: Any) -> Any:
+    """exp(x) - 1 as CubeCL's polyfill computes it: below |x| = 1e-5 the Taylor terms
+    x + x²/2 + x³/6 (`exp(x) - 1` there loses everything but f32's epsilon: 1.19e-7 for 1e-7),
+    else exp(x) - 1. Both sides are computed; a select picks one."""
+    v = _float_value(s, "exp_m1", x)
+    ty = ty_of(v)
+    sq = s.emit("arith.mul", [v, v], ty)
+    taylor = s.emit("arith.add", [
+        s.emit("arith.add", [v, s.emit("arith.mul", [sq, _c(s, 0.5, ty)], ty)], ty),
+        s.emit("arith.mul", [s.emit("arith.mul", [sq, v], ty), _c(s, 1.0 / 6.0, ty)], ty)], ty)
+    small = s.emit("arith.cmp", [s.emit("math.unary", [v], ty, fn="abs"), _c(s, 1e-5, ty)],
+                   Ty(Elem.BOOL, ty.width), pred="lt")
+    big = s.emit("arith.sub", [s.emit("math.unary", [v], ty, fn="exp"), _c(s, 1.0, ty)], ty)
+    return RV(s.emit("arith.select", [small, taylor, big], ty))
 
 
 def _float_pair(s: Scope, fn: str, a: Any, b: Any) -> tuple[Any, Any, Ty]:
@@ -560,7 +570,7 @@ atanh = _unary_intrinsic("atanh", math.atanh)
 trunc = _unary_intrinsic("trunc", lambda x: float(math.trunc(x)))
 inverse_sqrt = Intrinsic("inverse_sqrt", _math1("inverse_sqrt"), lambda x: 1.0 / math.sqrt(x), 1)
 recip = Intrinsic("recip", _scaled("recip", 1.0), lambda x: 1.0 / x, 1)
-exp_m1 = Intrinsic("exp_m1", _scaled("exp_m1", 1.0, -1.0, "exp"), math.expm1, 1)
+exp_m1 = Intrinsic("exp_m1", _exp_m1, math.expm1, 1)
 to_degrees = Intrinsic("to_degrees", _scaled("to_degrees", 180.0 / math.pi), math.degrees, 1)
 to_radians = Intrinsic("to_radians", _scaled("to_radians", math.pi / 180.0), math.radians, 1)
 is_nan = Intrinsic("is_nan", _float_class("is_nan"), math.isnan, 1)
