@@ -392,10 +392,17 @@ class _Emitter(InfoReads):
         self.let(op, f"subgroupBallot({op.operands[0].name})")
 
     def op_plane_shuffle(self, op: Op) -> None:
+        # WGSL leaves a source lane outside the plane undefined (lavapipe wraps around: lane 0's
+        # `up` read the last lane); the IR defines it as the unit's own value, as CUDA and
+        # Metal give it and CubeCL's plane.rs expects, so the range is tested here
         value, n = op.operands
+        kind = op.attrs["kind"]
         fn = {"xor": "subgroupShuffleXor", "up": "subgroupShuffleUp",
-              "down": "subgroupShuffleDown"}[op.attrs["kind"]]
-        self.let(op, f"{fn}({value.name}, {n.name})")
+              "down": "subgroupShuffleDown"}[kind]
+        lane, size = "subgroup_invocation_id", "subgroup_size"
+        inside = {"xor": f"({lane} ^ {n.name}) < {size}", "up": f"{lane} >= {n.name}",
+                  "down": f"{n.name} < {size} - {lane}"}[kind]
+        self.let(op, f"select({value.name}, {fn}({value.name}, {n.name}), {inside})")
 
     def op_plane_elect(self, op: Op) -> None:
         self.let(op, "subgroup_invocation_id == subgroupBroadcastFirst(subgroup_invocation_id)")

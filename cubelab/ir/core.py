@@ -153,8 +153,9 @@ OPS: dict[str, str] = {
     "plane.ballot": "operand a bool: a vec4<u32> whose bit k (of word k / 32) is set iff plane "
                     "lane k is active and its bool is true; every active unit gets the same mask",
     "plane.shuffle": "operands [value, u32 n]: the value held by plane lane (attr kind) xor: "
-                     "lane ^ n, up: lane - n, down: lane + n; a source lane outside the plane or "
-                     "not active is undefined (the CPU runtime gives the unit's own value)",
+                     "lane ^ n, up: lane - n, down: lane + n; a source lane outside the plane gives "
+                     "the unit's own value (CUDA's and Metal's rule; WGSL tests the range); an "
+                     "inactive source lane is undefined (the CPU runtime gives the own value)",
     "plane.elect": "bool: true for exactly one active unit of the plane (the lowest lane)",
     # -- structured control flow --------------------------------------------------------------
     "scf.if": "if cond (one bool) then region 0 else region 1 (either may be empty)",
