@@ -23,10 +23,11 @@ from cubelab.frontend.operands import (
     is_py,
     minmax,
     read,
+    splat,
     ty_of,
     value,
 )
-from cubelab.frontend.types import ArrayKind, GenericScalar, ScalarKind, Vector
+from cubelab.frontend.types import ArrayKind, GenericScalar, ScalarKind, Vector, VectorSpec
 from cubelab.frontend.values import RV, ArrayRef, AtomicRef, BufferRef, SliceView
 from cubelab.ir.scope import Scope
 
@@ -70,6 +71,26 @@ def _vector_new(s: Scope, x: Any) -> Any:
     if ty_of(v).width != 1:
         raise error(s, "Vector.new(x) takes a scalar (it fills every component with it)")
     return RV(v, splat=True)
+
+
+def _sized_vector(s: Scope, spec: VectorSpec, name: str, args: Sequence[Any]) -> Any:
+    """`Vector[F, N].new(x)` (x in every component) and `Vector[F, N].cast_from(v)` (a scalar
+    splatted, or a vector of width N converted componentwise): CubeCL's `Vector::<F, N>::new`
+    and `Vector::<F, N>::cast_from`, a vector of a stated width where `Vector.new(x)` takes its
+    width from where it is used."""
+    if name not in ("new", "cast_from") or len(args) != 1:
+        raise error(s, f"`{spec!r}.{name}(...)` is not available",
+                    f"available: {spec!r}.new(x), {spec!r}.cast_from(v)")
+    ty = spec.resolve(s)
+    v = value(s, cast(s, spec.elem.resolve(s), args[0]))
+    width = ty_of(v).width
+    if name == "new" and width != 1:
+        raise error(s, f"{spec!r}.new(x) takes a scalar (it fills every component with it)",
+                    f"convert a vector with {spec!r}.cast_from(v)")
+    if width not in (1, ty.width):
+        raise error(s, f"{spec!r}.cast_from(...) of a vector of width {width}",
+                    f"give it a scalar or a vector of width {ty.width}")
+    return RV(splat(s, v, ty.width))
 
 
 _PY_BUILTINS: dict[Any, Callable[[Scope, Sequence[Any]], Any]] = {
@@ -119,6 +140,8 @@ def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos) -> Any:
         if name == "new" and len(args) == 1:
             return _vector_new(s, args[0])
         raise error(s, f"`Vector.{name}` is not available", "available: Vector.new(x)")
+    if isinstance(obj, VectorSpec):
+        return _sized_vector(s, obj, name, [read(s, a) for a in args])
     obj_r = read(s, obj)
     if isinstance(obj_r, sequences.Sequence):
         return sequences.method(s, obj_r, name, args)

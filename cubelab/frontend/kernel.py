@@ -33,6 +33,7 @@ from cubelab.frontend.instance import KernelInstance
 from cubelab.frontend.launch import Launcher, NoLauncher
 from cubelab.frontend.rewrite import Rewritten, rewrite
 from cubelab.frontend.types import (
+    ArrayKind,
     BufferSpec,
     ComptimeSpec,
     GenericScalar,
@@ -174,6 +175,10 @@ class CubeFunction:
                         "scalar arguments need a concrete type (as in CubeCL): write "
                         f"`{p.arg}: f32` and convert inside with F.cast_from({p.arg})",
                     )
+                out.append(Param(p.arg, "any", ann, p.lineno, p.col_offset))
+            elif isinstance(ann, ArrayKind) and not self.is_kernel:
+                # a helper taking the caller's local or shared array (CubeCL's `&mut Array<T>`):
+                # the array itself is passed, so the helper's writes are the caller's
                 out.append(Param(p.arg, "any", ann, p.lineno, p.col_offset))
             elif ann in (int, float):
                 raise self._error(p.lineno, p.col_offset,
