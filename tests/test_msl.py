@@ -444,6 +444,46 @@ def every_op_kernel() -> KernelDefinition:
     s.emit("plane.ballot", [flag], Ty(Elem.U32, 4))
     for kind in ("xor", "up", "down"):
         s.emit("plane.shuffle", [r, one], v4, kind=kind)
+    # every attribute value and operand type each op takes, so every spelling is checked, not
+    # one per op (naga for WGSL, g++ against the shim for MSL)
+    u4 = s.emit("arith.cast", [r], Ty(Elem.U32, 4))
+    i4 = s.emit("arith.cast", [r], Ty(Elem.I32, 4))
+    i_one = s.emit("arith.cast", [one], I32)
+    u4_x = s.emit("arith.cast", [xv], Ty(Elem.U32, 4))
+    i4_x = s.emit("arith.cast", [xv], Ty(Elem.I32, 4))
+    for pred in ("lt", "le", "gt", "ge", "eq", "ne"):
+        for lhs, rhs, ty in ((xv, av, b4), (u, one, BOOL), (ii, i_one, BOOL), (u4, u4_x, b4),
+                             (i4, i4_x, b4), (e0, a, BOOL)):
+            s.emit("arith.cmp", [lhs, rhs], ty, pred=pred)
+    scalars = {F32: e0, I32: ii, U32: u, BOOL: flag}
+    for src, val in scalars.items():
+        for dst in scalars:
+            if dst != src:
+                s.emit("arith.cast", [val], dst)
+    for src in (r, u4, i4, c):
+        for elem in (Elem.F32, Elem.I32, Elem.U32, Elem.BOOL):
+            if src.type.elem is not elem:
+                s.emit("arith.cast", [src], Ty(elem, 4))
+    for fn in ("abs", "count_ones", "reverse_bits", "leading_zeros", "trailing_zeros"):
+        s.emit("math.unary", [i4], Ty(Elem.I32, 4), fn=fn)
+        s.emit("math.unary", [ii], I32, fn=fn)
+        if fn != "abs":
+            s.emit("math.unary", [u4], Ty(Elem.U32, 4), fn=fn)
+    for kind in ("sum", "prod", "min", "max"):
+        for val in (e0, ii, u, r, u4, i4):
+            s.emit("plane.reduce", [val], val.type, kind=kind)
+    for kind in ("all", "any"):
+        s.emit("plane.vote", [flag], BOOL, kind=kind)
+    for val in (e0, ii, u, r, u4, i4):
+        s.emit("plane.broadcast", [val, one], val.type)
+        for inclusive in (True, False):
+            for kind in ("sum", "prod"):
+                s.emit("plane.scan", [val], val.type, kind=kind, inclusive=inclusive)
+        for kind in ("xor", "up", "down"):
+            s.emit("plane.shuffle", [val, one], val.type, kind=kind)
+    for kind in ("add", "sub", "min", "max", "and", "or", "xor", "swap"):
+        s.emit("atomic.rmw", [shh, ii], I32, kind=kind)
+    s.emit("atomic.cas", [shh, ii, ii], I32)
     s.register("debug.print", [e0, r], format="e0 = {}, r = {}, n = {}\n", args=[None, None, 3])
     # if / else
     op = s.register("scf.if", [elect])
