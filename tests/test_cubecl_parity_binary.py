@@ -180,3 +180,80 @@ def test_saturating_arithmetic_gives_cubecls_results_at_widths_1_2_4(client, nam
         kernel.launch_unchecked[kind](client, ONE, CubeDim.new_1d(len(expected)), width,
                                       buf(client, lhs, dtype), buf(client, rhs, dtype), out)
         assert read(client, out, dtype).tolist() == expected, width
+
+
+# -- comparison.rs -----------------------------------------------------------------------------
+@cube(launch_unchecked=True)
+def compare(lhs: Slice[Vector[u32, N]], rhs: Slice[Vector[u32, N]],
+            output: SliceMut[Vector[u32, N]], op: Comptime[str]):
+    if ABSOLUTE_POS < rhs.len():
+        a = lhs[ABSOLUTE_POS]
+        b = rhs[ABSOLUTE_POS]
+        if op == "gt":
+            output[ABSOLUTE_POS] = Vector[u32, N].cast_from(a > b)
+        elif op == "lt":
+            output[ABSOLUTE_POS] = Vector[u32, N].cast_from(a < b)
+        elif op == "ge":
+            output[ABSOLUTE_POS] = Vector[u32, N].cast_from(a >= b)
+        elif op == "le":
+            output[ABSOLUTE_POS] = Vector[u32, N].cast_from(a <= b)
+        elif op == "eq":
+            output[ABSOLUTE_POS] = Vector[u32, N].cast_from(a == b)
+        else:
+            output[ABSOLUTE_POS] = Vector[u32, N].cast_from(a != b)
+
+
+@pytest.mark.parametrize("op", ["gt", "lt", "ge", "le", "eq", "ne"])
+def test_u32_vector_comparison_gives_one_flag_per_component(client, op):
+    lhs, rhs = [0, 1, UMAX, 42], [0, 2, 0, 10]
+    want = {"gt": [0, 0, 1, 1], "lt": [0, 1, 0, 0], "ge": [1, 0, 1, 1], "le": [1, 1, 0, 0],
+            "eq": [1, 0, 0, 0], "ne": [0, 1, 1, 1]}[op]
+    out = empty(client, 4, np.uint32)
+    compare.launch_unchecked(client, ONE, CubeDim.new_1d(1), 4, buf(client, lhs, np.uint32),
+                             buf(client, rhs, np.uint32), out, op)
+    assert read(client, out, np.uint32).tolist() == want
+
+
+@cube(launch_unchecked=True)
+def nan_ordering(lhs: Slice[f32], rhs: Slice[f32], output: SliceMut[u32]):
+    if ABSOLUTE_POS < lhs.len():
+        a = lhs[ABSOLUTE_POS]
+        b = rhs[ABSOLUTE_POS]
+        bits = u32(0)
+        if a < b:
+            bits += 1
+        if a <= b:
+            bits += 2
+        if a > b:
+            bits += 4
+        if a >= b:
+            bits += 8
+        if a == b:
+            bits += 16
+        output[ABSOLUTE_POS] = bits
+
+
+def test_comparisons_with_nan_are_false_as_cubecl_orders_them(client):
+    # comparison.rs test_nan_ordering: <, <=, >, >=, == are all false when either side is NaN
+    nan = float("nan")
+    lhs, rhs = [1.0, nan, nan, 1.0, 2.0], [nan, 1.0, nan, 2.0, 1.0]
+    out = empty(client, 5, np.uint32)
+    nan_ordering.launch_unchecked(client, ONE, CubeDim.new_1d(5), buf(client, lhs),
+                                  buf(client, rhs), out)
+    assert read(client, out, np.uint32).tolist() == [0, 0, 0, 1 + 2, 4 + 8]
+
+
+@cube(launch_unchecked=True)
+def folded(output: SliceMut[Vector[u32, 4]]):
+    if ABSOLUTE_POS < output.len():
+        value = output[ABSOLUTE_POS]
+        same = value == value
+        below_min = value < Vector.new(u32(0))
+        output[ABSOLUTE_POS] = Vector[u32, 4].cast_from(same) + \
+            Vector[u32, 4].cast_from(below_min) * u32(2)
+
+
+def test_a_vector_compared_with_itself_is_true_in_every_component(client):
+    out = buf(client, [7, 0, 3, 0], np.uint32)
+    folded.launch_unchecked(client, ONE, CubeDim.new_1d(1), out)
+    assert read(client, out, np.uint32).tolist() == [1, 1, 1, 1]
