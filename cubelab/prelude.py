@@ -78,6 +78,7 @@ from cubelab.frontend.types import (
     Comptime,
     Float,
     Int,
+    Numeric,
     Size,
     Slice,
     SliceMut,
@@ -115,7 +116,7 @@ __all__ = [
     "is_inf", "atan2", "hypot", "rhypot", "powi", "count_ones", "reverse_bits",
     "leading_zeros", "trailing_zeros", "find_first_set", "saturating_add", "saturating_sub",
     "mul_hi", "vector_sum", "dot", "magnitude", "normalize", "Array", "Atomic", "SharedMemory", "Tensor",
-    "TensorMut", "TensorArg", "Comptime", "Float", "Int", "Size",
+    "TensorMut", "TensorArg", "Comptime", "Float", "Int", "Numeric", "Size",
     "Slice", "SliceMut", "Vector", "bool_", "f32", "i32", "u32", "Device", "BufferArg",
     "ScalarArg", "CubeCount", "CubeDim", "ExecutionMode", "dry_run", "real_run", "stream",
 ]

@@ -257,3 +257,33 @@ def test_a_vector_compared_with_itself_is_true_in_every_component(client):
     out = buf(client, [7, 0, 3, 0], np.uint32)
     folded.launch_unchecked(client, ONE, CubeDim.new_1d(1), out)
     assert read(client, out, np.uint32).tolist() == [1, 1, 1, 1]
+
+
+# -- numeric.rs --------------------------------------------------------------------------------
+T = Numeric.generic("T")
+T2 = Numeric.generic("T2")
+
+
+@cube(launch=True)
+def kernel_define(array: SliceMut[T]):
+    array[UNIT_POS] += T.cast_from(5.0)
+
+
+@cube(launch=True)
+def kernel_define_many(array: SliceMut[T], second: Slice[T2]):
+    array[UNIT_POS] += T.cast_from(second[UNIT_POS])
+
+
+def test_a_numeric_generic_takes_the_element_type_given_at_launch(client):
+    # numeric.rs test_kernel_define / test_kernel_define_many (CubeCL names the types with
+    # `#[define]` arguments; cubelab binds them as `launch[f32, u32]`)
+    out = buf(client, [0.0, 1.0])
+    kernel_define.launch[f32](client, ONE, CubeDim.new_1d(2), out)
+    assert read(client, out).tolist() == [5.0, 6.0]
+    out = buf(client, [0.0, 1.0])
+    kernel_define_many.launch[f32, u32](client, ONE, CubeDim.new_1d(2), out,
+                                        buf(client, [5, 6], np.uint32))
+    assert read(client, out).tolist() == [5.0, 7.0]
+    ints = buf(client, [0, 1], np.int32)
+    kernel_define.launch[i32](client, ONE, CubeDim.new_1d(2), ints)
+    assert read(client, ints, np.int32).tolist() == [5, 6]

@@ -84,6 +84,8 @@ class GenericScalar:
         return value
 
     def accepts(self, kind: ScalarKind) -> bool:
+        if self.family == "Numeric":  # CubeCL's `Numeric`: any number type, not bool
+            return kind.family in ("Float", "Int")
         return self.family == kind.family
 
 
@@ -128,6 +130,7 @@ u32 = ScalarKind(Elem.U32, "Int")
 bool_ = ScalarKind(Elem.BOOL, "Bool")
 Float = _Family("Float")
 Int = _Family("Int")
+Numeric = _Family("Numeric")
 Size = _SizeFamily()
 
 SCALARS = {"f32": f32, "i32": i32, "u32": u32, "bool": bool_}
