@@ -7,6 +7,8 @@ CubeCL's value-form `if flag { 30 } else { 50 }` is Python's `30 if flag else 50
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 
@@ -94,3 +96,145 @@ def test_a_loop_left_early_writes_only_its_first_four_items(client, kernel):
     out = empty(client, 20)
     kernel.launch[f32](client, ONE, UNIT, out)
     assert read(client, out).tolist() == [1.0] * 4 + [0.0] * 16
+
+
+# -- match (branch.rs's switch tests, const_match.rs) --------------------------------------------
+@cube(launch_unchecked=True)
+def switch_simple(output: SliceMut[F], case: u32):
+    match case:
+        case 0:
+            output[0] = F.new(1.0)
+        case 1:
+            output[0] = F.new(3.0)
+        case _:
+            output[0] = F.new(5.0)
+
+
+@cube(launch=True)
+def switch_value_expr(output: SliceMut[F], case: u32):
+    # CubeCL's `let value = match case { ... }`: Python's match is a statement, so each arm
+    # assigns
+    if UNIT_POS == 0:
+        value = F.new(0.0)
+        match case:
+            case 0:
+                value = F.new(1.0)
+            case 1:
+                value = F.new(3.0)
+            case _:
+                value = F.new(5.0)
+        output[0] = value
+
+
+@cube(launch=True)
+def switch_or_arm(output: SliceMut[F], case: u32):
+    if UNIT_POS == 0:
+        value = F.new(0.0)
+        match case:
+            case 0:
+                value = F.new(1.0)
+            case 1 | 2:
+                value = F.new(3.0)
+            case _:
+                value = F.new(5.0)
+        output[0] = value
+
+
+class Cases:
+    """branch.rs's `const CASE_0: u32 = 0; const CASE_1: u32 = 1;` (dotted: a bare name in a
+    Python pattern would be a capture)."""
+    CASE_0 = 0
+    CASE_1 = 1
+
+
+@cube(launch=True)
+def switch_const(output: SliceMut[F], case: u32):
+    if UNIT_POS == 0:
+        value = F.new(0.0)
+        match case:
+            case Cases.CASE_0:
+                value = F.new(1.0)
+            case Cases.CASE_1:
+                value = F.new(3.0)
+            case _:
+                value = F.new(5.0)
+        output[0] = value
+
+
+@pytest.mark.parametrize("kernel, case, want", [
+    (switch_simple, 0, 1.0), (switch_value_expr, 1, 3.0), (switch_value_expr, 5, 5.0),
+    (switch_or_arm, 2, 3.0), (switch_const, 1, 3.0)],
+    ids=["statement", "used_as_value", "default", "or_branch", "const"])
+def test_a_match_on_a_runtime_u32_takes_cubecls_arm(client, kernel, case, want):
+    out = buf(client, [0.0, 1.0])
+    launch = kernel.launch_unchecked if kernel is switch_simple else kernel.launch
+    launch[f32](client, ONE, UNIT, out, case)
+    assert read(client, out)[0] == want
+
+
+@cube(launch=True)
+def match_value_u32(output: SliceMut[u32], sel: u32):
+    if UNIT_POS == 0:
+        match sel:
+            case 0:
+                output[0] = u32(10)
+            case 1 | 2:
+                output[0] = u32(20)
+            case _:
+                output[0] = u32(30)
+
+
+@cube(launch=True)
+def match_value_i32(output: SliceMut[i32], sel: u32):
+    if UNIT_POS == 0:
+        match sel:
+            case 0:
+                output[0] = i32(10)
+            case 1 | 2:
+                output[0] = i32(20)
+            case _:
+                output[0] = i32(30)
+
+
+@cube(launch=True)
+def match_value_f32(output: SliceMut[f32], sel: u32):
+    if UNIT_POS == 0:
+        match sel:
+            case 0:
+                output[0] = 10.0
+            case 1 | 2:
+                output[0] = 20.0
+            case _:
+                output[0] = 30.0
+
+
+@pytest.mark.parametrize("kernel, dtype", [(match_value_f32, np.float32),
+                                           (match_value_i32, np.int32),
+                                           (match_value_u32, np.uint32)], ids=["f32", "i32", "u32"])
+def test_a_match_with_literal_arms_honours_the_runtime_selector(client, kernel, dtype):
+    # branch.rs test_match_value_literals_portable: arm 0, the or-arm for 1 and 2, the default
+    for sel, want in ((0, 10), (1, 20), (2, 20), (3, 30)):
+        out = empty(client, 1, dtype)
+        kernel.launch(client, ONE, UNIT, out, sel)
+        assert read(client, out, dtype)[0] == want, sel
+
+
+class IndexAssign(NamedTuple):
+    """const_match.rs's `Operation::IndexAssign(usize, U)`, a comptime value with fields."""
+    index: int
+    value: int
+
+
+@cube(launch=True)
+def const_match_simple(output: SliceMut[F], op: Comptime[object]):
+    # CubeCL destructures the comptime enum in its match; cubelab refuses class patterns and
+    # reads the fields (docs/language.md)
+    match type(op).__name__:
+        case "IndexAssign":
+            output[op.index] = F.cast_from(u32(op.value))
+
+
+def test_a_match_on_a_comptime_value_picks_its_arm_at_expansion(client):
+    out = buf(client, [0.0, 1.0])
+    const_match_simple.launch[f32](client, ONE, UNIT, out, IndexAssign(1, 5))
+    assert read(client, out).tolist() == [0.0, 5.0]

@@ -341,3 +341,42 @@ def test_a_vector_of_a_stated_width_converts_a_vector_or_splats_a_scalar(client)
         vector_cast.launch_unchecked[f32](client, ONE, UNIT, width,
                                           buf(client, [7, 8, 9, 10][:width], np.uint32), out)
         assert read(client, out).tolist() == [7.0, 8.0, 9.0, 10.0][:width] + [7.0] * width
+
+
+@cube(launch_unchecked=True)
+def vector_extract_dynamic(input: Slice[Vector[F, N]], index: Slice[u32], output: SliceMut[F]):
+    if UNIT_POS == 0:
+        output[0] = input[0][index[0]]
+
+
+def test_a_vector_component_at_a_runtime_index(client):
+    # vector.rs test_vector_extract_dynamic (its width 8 is past cubelab's 4): every lane in
+    # turn; an index past the last component reads the last (cubelab's rule on every target)
+    for width in (2, 4):
+        data = [float(k + 1) for k in range(width)]
+        for lane in [*range(width), 7]:
+            out = empty(client, 1)
+            vector_extract_dynamic.launch_unchecked[f32](client, ONE, UNIT, width,
+                                                         buf(client, data),
+                                                         buf(client, [lane], np.uint32), out)
+            assert read(client, out)[0] == data[min(lane, width - 1)], (width, lane)
+
+
+@cube(launch_unchecked=True)
+def vector_insert_dynamic(index: Slice[u32], output: SliceMut[Vector[F, N]]):
+    if UNIT_POS == 0:
+        vector = output[0]
+        vector[index[0]] = F.new(5.0)
+        output[0] = vector
+
+
+def test_a_vector_component_assigned_at_a_runtime_index(client):
+    # vector.rs test_vector_insert_dynamic (width 8 there): 5 lands in the named lane only; an
+    # index past the end changes nothing (cubelab's rule on every target)
+    for width in (2, 4):
+        for lane in [*range(width), 7]:
+            out = empty(client, width)
+            vector_insert_dynamic.launch_unchecked[f32](client, ONE, UNIT, width,
+                                                        buf(client, [lane], np.uint32), out)
+            want = [5.0 if k == lane else 0.0 for k in range(width)]
+            assert read(client, out).tolist() == want, (width, lane)

@@ -102,8 +102,6 @@ CASES = [
      "store(v)", "hist[i] = u32(1)"),
     ("while True without an exit", ["while True:", "    out[i] = x[i]"], "expand",
      "never ends", "add a `break`", "while True"),
-    ("a runtime vector component index", ["w = v4[0][i]"], "expand",
-     "a vector component index must be a comptime int", "v[0] .. v[3]", "v4[0][i]"),
     # the functions a student reaches for out of habit get the kernel's own spelling
     ("print", ["print(x[i])"], "expand", "`print` is a plain Python function",
      'debug_print("x = {}", x)', "print("),

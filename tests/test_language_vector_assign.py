@@ -62,7 +62,7 @@ def test_integer_vector_components(client):
 @cube(launch=True)
 def runtime_component(x: Slice[Vector[f32, 4]], out: SliceMut[Vector[f32, 4]]):
     v = x[0]
-    v[UNIT_POS] = f32(1.0)
+    v[i32(UNIT_POS)] = f32(1.0)
     out[0] = v
 
 
@@ -89,8 +89,7 @@ def scalar_local(x: Slice[f32], out: SliceMut[f32]):
 
 
 @pytest.mark.parametrize("kernel,message,hint,caret", [
-    (runtime_component, "a vector component index must be a comptime int", "v[0] .. v[3]",
-     "v[UNIT_POS] = "),
+    (runtime_component, "indices are u32, this one is i32", "x[u32(i)]", "v[i32(UNIT_POS)] = "),
     (past_the_width, "component 2 of a vector of width 2", "", "v[2] = "),
     (wrong_type, "component 1 of `v` is a f32, assigned a u32", "cast: f32(...)", "v[1] = "),
     (scalar_local, "component 1 of a vector of width 1", "", "s[1] = "),

@@ -481,6 +481,10 @@ def every_op_kernel() -> KernelDefinition:
                 s.emit("plane.scan", [val], val.type, kind=kind, inclusive=inclusive)
         for kind in ("xor", "up", "down"):
             s.emit("plane.shuffle", [val, one], val.type, kind=kind)
+    s.emit("vector.extract_at", [r, u], F32)
+    s.emit("vector.extract_at", [u4, one], U32)
+    s.emit("vector.insert_at", [r, u, e0], v4)
+    s.emit("vector.insert_at", [u4, one, u], Ty(Elem.U32, 4))
     for kind in ("add", "sub", "min", "max", "and", "or", "xor", "swap"):
         s.emit("atomic.rmw", [shh, ii], I32, kind=kind)
     s.emit("atomic.cas", [shh, ii, ii], I32)

@@ -410,6 +410,17 @@ class _Emitter(InfoReads):
     def op_vector_extract(self, op: Op) -> None:
         self.let(op, self.component(op.operands[0], int(op.attrs["index"])))
 
+    def op_vector_extract_at(self, op: Op) -> None:
+        # the seed's `float_4 {i_0 .. i_3}` structs have no runtime index: pick with a chain
+        # of conditionals, the last component for any index past it (the clamp of OPS)
+        v, i = op.operands
+        width = v.type.width  # type: ignore[union-attr]
+        index = self.value(i)
+        expr = self.component(v, width - 1)
+        for k in reversed(range(width - 1)):
+            expr = f"({index} == {k}u ? {self.component(v, k)} : {expr})"
+        self.let(op, expr)
+
     def op_vector_splat(self, op: Op) -> None:
         self.splat[op.result.id] = self.value(op.operands[0])
 
@@ -421,6 +432,15 @@ class _Emitter(InfoReads):
         # component form, as elementwise results are: built whole only where a use needs it
         self.comps[op.result.id] = [self.value(x) if i == k else self.component(v, i)
                                     for i in range(ty.width)]
+
+    def op_vector_insert_at(self, op: Op) -> None:
+        # component form, each picking the new scalar where the runtime index names it
+        v, i, x = op.operands
+        ty = op.result.type
+        assert isinstance(ty, Ty)
+        index, item = self.value(i), self.value(x)
+        self.comps[op.result.id] = [f"({index} == {k}u ? {item} : {self.component(v, k)})"
+                                    for k in range(ty.width)]
 
     def op_builtin_read(self, op: Op) -> None:
         name = op.attrs["name"]

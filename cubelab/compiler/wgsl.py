@@ -304,6 +304,11 @@ class _Emitter(InfoReads):
     def op_vector_extract(self, op: Op) -> None:
         self.let(op, f"{op.operands[0].name}[{int(op.attrs['index'])}]")
 
+    def op_vector_extract_at(self, op: Op) -> None:
+        v, i = op.operands
+        last = v.type.width - 1  # type: ignore[union-attr]
+        self.let(op, f"{v.name}[min({i.name}, {last}u)]")
+
     def op_vector_splat(self, op: Op) -> None:
         self.let(op, f"{wgsl_type(op.result.type)}({op.operands[0].name})")
 
@@ -313,6 +318,14 @@ class _Emitter(InfoReads):
         assert isinstance(ty, Ty)
         k = int(op.attrs["index"])
         parts = [x.name if i == k else f"{v.name}[{i}]" for i in range(ty.width)]
+        self.let(op, f"{wgsl_type(ty)}({', '.join(parts)})")
+
+    def op_vector_insert_at(self, op: Op) -> None:
+        # one select per component: an index past the end replaces none (OPS' rule)
+        v, i, x = op.operands
+        ty = op.result.type
+        assert isinstance(ty, Ty)
+        parts = [f"select({v.name}[{k}], {x.name}, {i.name} == {k}u)" for k in range(ty.width)]
         self.let(op, f"{wgsl_type(ty)}({', '.join(parts)})")
 
     # -- kernel inputs ------------------------------------------------------------------------

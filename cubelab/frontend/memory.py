@@ -279,11 +279,18 @@ def buffer_method(s: Scope, obj: Indexable, name: str, args: Sequence[Any]) -> A
 
 
 def vector_component(s: Scope, v: Value, idx: Any) -> Any:
+    """`v[k]`: a comptime k is `vector.extract`; a runtime u32 k is `vector.extract_at`
+    (CubeCL's `extract_dynamic`; an index past the last component reads the last)."""
     ty = ty_of(v)
     idx = read(s, idx)
+    if isinstance(idx, KERNEL_VALUES):
+        at = index_value(s, idx)
+        if ty.width == 1:  # a scalar is its own only (and last) component
+            return RV(v)
+        return RV(s.emit("vector.extract_at", [v, at], Ty(ty.elem)))
     if not isinstance(idx, int) or isinstance(idx, bool):
-        raise error(s, "a vector component index must be a comptime int",
-                        "write v[0] .. v[3] (or unroll the loop over components)")
+        raise error(s, "a vector component index must be an int (comptime) or a u32",
+                        "write v[0] .. v[3], or v[i] with a u32 i")
     if not 0 <= idx < ty.width:
         raise error(s, f"component {idx} of a vector of width {ty.width}")
     if ty.width == 1:  # Vector[F, N] with N = 1 is the scalar itself
@@ -293,16 +300,27 @@ def vector_component(s: Scope, v: Value, idx: Any) -> Any:
 
 def set_component(s: Scope, var: LocalVar, idx: Any, x: Any) -> None:
     """`v[k] = x` on a local vector (CubeCL's `line[k] = x`): the local gets the vector with
-    component k replaced (`vector.insert`), k a comptime int; a scalar is a vector of width 1
-    (`Vector[F, N]` with N = 1), so `s[0] = x` assigns it whole. A runtime k stays refused, as
-    for reads: WGSL could index a `var` vector, but MSL's vectors here are the seed's structs
-    (`float_4 {i_0 .. i_3}`), which have no runtime component index."""
+    component k replaced — `vector.insert` for a comptime k, `vector.insert_at` for a runtime
+    u32 k (CubeCL's `insert_dynamic`; an index past the end replaces nothing); a scalar is a
+    vector of width 1 (`Vector[F, N]` with N = 1), so `s[0] = x` assigns it whole."""
     current = read(s, var)
     ty = ty_of(current.v)
     k = read(s, idx)
+    if isinstance(k, KERNEL_VALUES):
+        at = index_value(s, k)
+        item = value(s, x, Ty(ty.elem))
+        if ty_of(item) != Ty(ty.elem):
+            raise error(s, f"a component of `{var.name}` is a {ty.elem.value}, assigned a "
+                        f"{ty_of(item)}", f"cast: {ty.elem.value}(...)")
+        if ty.width == 1:  # a scalar: replaced when the index is 0
+            hit = s.emit("arith.cmp", [at, const(s, 0, U32)], Ty(Elem.BOOL), pred="eq")
+            store_local(s, var, RV(s.emit("arith.select", [hit, item, current.v], ty)))
+            return
+        store_local(s, var, RV(s.emit("vector.insert_at", [current.v, at, item], ty)))
+        return
     if not isinstance(k, int) or isinstance(k, bool):
-        raise error(s, "a vector component index must be a comptime int",
-                    "write v[0] .. v[3] (or unroll the loop over components)")
+        raise error(s, "a vector component index must be an int (comptime) or a u32",
+                    "write v[0] .. v[3], or v[i] with a u32 i")
     if not 0 <= k < ty.width:
         raise error(s, f"component {k} of a vector of width {ty.width}")
     item = value(s, x, Ty(ty.elem))

@@ -87,6 +87,12 @@ OPS: dict[str, str] = {
                      "`index` (attr, a Python int < width) replaced by the scalar (a new value; "
                      "the operand is unchanged)",
     "vector.extract": "component `index` (attr, a Python int < width) of a vector operand",
+    "vector.extract_at": "operands [vector, index u32]: the component at a runtime index "
+                         "(CubeCL's extract_dynamic); an index >= width reads the last "
+                         "component (clamped, on every target)",
+    "vector.insert_at": "operands [vector, index u32, scalar of its element type]: the vector "
+                        "with the component at a runtime index replaced (CubeCL's "
+                        "insert_dynamic); an index >= width leaves it unchanged",
     # -- kernel inputs ------------------------------------------------------------------------
     "builtin.read": "a primitive builtin u32 (attr name: workgroup_id_x/y/z, num_workgroups_x/y/z, "
                     "local_invocation_index, local_invocation_id_x/y/z, and with the subgroup "

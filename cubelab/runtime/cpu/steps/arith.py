@@ -281,6 +281,33 @@ def _b_insert(plan: Plan, op: Op, depth: int) -> Step:
     return step
 
 
+@builder("vector.insert_at")
+def _b_insert_at(plan: Plan, op: Op, depth: int) -> Step:
+    w = ty_of(op.result).width
+    a, i, x, r = op.operands[0].id, op.operands[1].id, op.operands[2].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        v, k, c = ctx.env[a], ctx.env[i], ctx.env[x]
+        n = max(v.shape[0], np.shape(k)[0] if np.ndim(k) else 1, c.shape[0])
+        hit = np.broadcast_to(k, (n,))[:, None] == np.arange(w)[None, :]
+        ctx.env[r] = np.where(hit, np.broadcast_to(c, (n,))[:, None], np.broadcast_to(v, (n, w)))
+
+    return step
+
+
+@builder("vector.extract_at")
+def _b_extract_at(plan: Plan, op: Op, depth: int) -> Step:
+    last = ty_of(op.operands[0]).width - 1
+    a, i, r = op.operands[0].id, op.operands[1].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        v = ctx.env[a]
+        k = np.minimum(np.broadcast_to(ctx.env[i], (v.shape[0],)), last).astype(np.intp)
+        ctx.env[r] = v[np.arange(v.shape[0]), k]
+
+    return step
+
+
 @builder("vector.extract")
 def _b_extract(plan: Plan, op: Op, depth: int) -> Step:
     i = int(op.attrs["index"])
