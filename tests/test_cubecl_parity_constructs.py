@@ -4,7 +4,7 @@ assignment, vector values — with the inputs and expected outputs of CubeCL's
 `index.rs`, `assign.rs` and `vector.rs`, on both runtimes.
 
 Where Python spells a construct differently, the test says so: CubeCL's `Sequence` is a Python
-list built at expansion (`[a, b]`), `terminate!()` is `return`, `&input[2..4]` is `x[2:4]`,
+list built at expansion (`seq = []`, `seq.push(x)`), `terminate!()` is `return`, `&input[2..4]` is `x[2:4]`,
 `if c { a } else { b }` is `a if c else b`.
 """
 
@@ -100,7 +100,9 @@ def test_pure_and_or_give_the_logical_result(client, kernel, table):
 def sequence_for_loop(output: SliceMut[F]):
     if UNIT_POS != 0:
         return
-    sequence = [F.new(1.0), F.new(4.0)]
+    sequence = []
+    sequence.push(F.new(1.0))
+    sequence.push(F.new(4.0))
     for value in sequence:
         output[0] += value
 
@@ -109,7 +111,9 @@ def sequence_for_loop(output: SliceMut[F]):
 def sequence_index(output: SliceMut[F]):
     if UNIT_POS != 0:
         return
-    sequence = [F.new(2.0), F.new(4.0)]
+    sequence = []
+    sequence.push(F.new(2.0))
+    sequence.push(F.new(4.0))
     output[0] += sequence[0]
     output[0] += sequence[1]
 
@@ -380,3 +384,19 @@ def test_a_vector_component_assigned_at_a_runtime_index(client):
                                                         buf(client, [lane], np.uint32), out)
             want = [5.0 if k == lane else 0.0 for k in range(width)]
             assert read(client, out).tolist() == want, (width, lane)
+
+
+@cube(launch_unchecked=True)
+def vector_index_assign(output: SliceMut[Vector[F, N]]):
+    if UNIT_POS == 0:
+        vector = output[0]
+        vector[0] = F.new(5.0)
+        output[0] = vector
+
+
+def test_a_vector_component_assigned_at_a_comptime_index(client):
+    # vector.rs test_vector_index_assign (CubeCL goes through a RuntimeCell; a local here)
+    for width in (2, 4):
+        out = empty(client, width)
+        vector_index_assign.launch_unchecked[f32](client, ONE, UNIT, width, out)
+        assert read(client, out).tolist() == [5.0] + [0.0] * (width - 1)
