@@ -68,14 +68,15 @@ def each_from_lane(output: TensorMut[Vector[F, N]], fn: Comptime[object], lane: 
     output[UNIT_POS] = fn(val, u32(lane))
 
 
-def _tensor(client: Any, values: np.ndarray) -> TensorArg:
+def _tensor(client: Any, values: np.ndarray, width: int = 1) -> TensorArg:
+    """A 1-D tensor of `values` read as vectors of `width` (its shape counts vectors)."""
     handle = client.create_from_slice(f32.as_bytes(values.astype(np.float32)))
-    return TensorArg.from_raw_parts(handle, (values.size,), (1,))
+    return TensorArg.from_raw_parts(handle, (values.size // width,), (1,))
 
 
 def _launch(client: Any, kernel: Any, units: int, width: int, values: np.ndarray,
             *comptime: Any) -> np.ndarray:
-    t = _tensor(client, values)
+    t = _tensor(client, values, width)
     kernel.launch[f32](client, ONE, CubeDim.new_1d(units), width, t, *comptime)
     return f32.from_bytes(client.read_one(t.handle))
 

@@ -284,10 +284,7 @@ def vector_component(s: Scope, v: Value, idx: Any) -> Any:
     ty = ty_of(v)
     idx = read(s, idx)
     if isinstance(idx, KERNEL_VALUES):
-        at = index_value(s, idx)
-        if ty.width == 1:  # a scalar is its own only (and last) component
-            return RV(v)
-        return RV(s.emit("vector.extract_at", [v, at], Ty(ty.elem)))
+        return RV(s.emit("vector.extract_at", [v, index_value(s, idx)], Ty(ty.elem)))
     if not isinstance(idx, int) or isinstance(idx, bool):
         raise error(s, "a vector component index must be an int (comptime) or a u32",
                         "write v[0] .. v[3], or v[i] with a u32 i")
@@ -306,16 +303,12 @@ def set_component(s: Scope, var: LocalVar, idx: Any, x: Any) -> None:
     current = read(s, var)
     ty = ty_of(current.v)
     k = read(s, idx)
-    if isinstance(k, KERNEL_VALUES):
+    if isinstance(k, KERNEL_VALUES) and ty.width > 1:
         at = index_value(s, k)
         item = value(s, x, Ty(ty.elem))
         if ty_of(item) != Ty(ty.elem):
             raise error(s, f"a component of `{var.name}` is a {ty.elem.value}, assigned a "
                         f"{ty_of(item)}", f"cast: {ty.elem.value}(...)")
-        if ty.width == 1:  # a scalar: replaced when the index is 0
-            hit = s.emit("arith.cmp", [at, const(s, 0, U32)], Ty(Elem.BOOL), pred="eq")
-            store_local(s, var, RV(s.emit("arith.select", [hit, item, current.v], ty)))
-            return
         store_local(s, var, RV(s.emit("vector.insert_at", [current.v, at, item], ty)))
         return
     if not isinstance(k, int) or isinstance(k, bool):
