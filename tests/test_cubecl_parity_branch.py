@@ -227,11 +227,10 @@ class IndexAssign(NamedTuple):
 
 @cube(launch=True)
 def const_match_simple(output: SliceMut[F], op: Comptime[object]):
-    # CubeCL destructures the comptime enum in its match; cubelab refuses class patterns and
-    # reads the fields (docs/language.md)
-    match type(op).__name__:
-        case "IndexAssign":
-            output[op.index] = F.cast_from(u32(op.value))
+    # as CubeCL destructures its comptime enum: a class pattern on a comptime subject
+    match op:
+        case IndexAssign(index, value):
+            output[index] = F.cast_from(u32(value))
 
 
 def test_a_match_on_a_comptime_value_picks_its_arm_at_expansion(client):

@@ -400,3 +400,21 @@ def test_a_vector_component_assigned_at_a_comptime_index(client):
         out = empty(client, width)
         vector_index_assign.launch_unchecked[f32](client, ONE, UNIT, width, out)
         assert read(client, out).tolist() == [5.0] + [0.0] * (width - 1)
+
+
+@cube(launch_unchecked=True)
+def vector_loop_unroll(output: SliceMut[Vector[F, N]]):
+    if UNIT_POS == 0:
+        vector = output[0]
+        for k in unroll(range(N)):
+            vector[k] = vector[k] + F.cast_from(k)
+        output[0] = vector
+
+
+def test_an_unrolled_loop_over_a_vectors_width_updates_each_component(client):
+    # vector.rs test_vector_loop_unroll and assign.rs kernel_add_assign_vector: N, the launch's
+    # vector size, bounds an unrolled loop in the body
+    for width in (1, 2, 4):
+        out = empty(client, width)
+        vector_loop_unroll.launch_unchecked[f32](client, ONE, UNIT, width, out)
+        assert read(client, out).tolist() == [float(k) for k in range(width)]
