@@ -214,7 +214,8 @@ def positions(start: int, stop: int) -> np.ndarray:
     if stop > len(_POSITIONS):
         if stop > POSITIONS_MAX:
             return np.arange(start, stop, dtype=np.uint32)
-        _POSITIONS = frozen(np.arange(max(stop, 2 * len(_POSITIONS)), dtype=np.uint32))
+        grown = min(max(stop, 2 * len(_POSITIONS)), POSITIONS_MAX)
+        _POSITIONS = frozen(np.arange(grown, dtype=np.uint32))
     return _POSITIONS[start:stop]
 
 
