@@ -418,3 +418,41 @@ def test_an_unrolled_loop_over_a_vectors_width_updates_each_component(client):
         out = empty(client, width)
         vector_loop_unroll.launch_unchecked[f32](client, ONE, UNIT, width, out)
         assert read(client, out).tolist() == [float(k) for k in range(width)]
+
+
+
+# -- unroll.rs ---------------------------------------------------------------------------------
+@cube(launch=True)
+def unroll_reinterpret(output: SliceMut[Vector[F, N]]):
+    if UNIT_POS != 0:
+        return
+    values = Vector[f32, N].cast_from(output[0])
+    bits = Vector[u32, N].reinterpret(values)
+    scaled = bits + u32(1 << 23)
+    output[0] = Vector[F, N].cast_from(f32.reinterpret(scaled))
+
+
+def test_reinterpreting_the_bits_adds_one_to_the_exponent(client):
+    # unroll.rs test_unroll_reinterpret (its width 8 is past cubelab's 4): adding 1 << 23 to
+    # each f32's bit pattern doubles it
+    for width in (1, 2, 4):
+        out = buf(client, [1.0, 2.0, 3.0, 4.0][:width])
+        unroll_reinterpret.launch[f32](client, ONE, UNIT, width, out)
+        assert read(client, out).tolist() == [2.0, 4.0, 6.0, 8.0][:width]
+
+
+@cube(launch=True)
+def unroll_load_store(output: SliceMut[Vector[F, N]]):
+    if UNIT_POS != 0:
+        return
+    a = output[0]
+    b = Vector[F, N].new(F.cast_from(3))
+    output[0] = a + b
+
+
+def test_a_vector_loaded_added_and_stored(client):
+    # unroll.rs test_unroll_load_store, at the widths cubelab has
+    for width in (1, 2, 4):
+        out = buf(client, [0.0, 1.0, 2.0, 3.0][:width])
+        unroll_load_store.launch[f32](client, ONE, UNIT, width, out)
+        assert read(client, out).tolist() == [3.0, 4.0, 5.0, 6.0][:width]

@@ -481,6 +481,10 @@ def every_op_kernel() -> KernelDefinition:
                 s.emit("plane.scan", [val], val.type, kind=kind, inclusive=inclusive)
         for kind in ("xor", "up", "down"):
             s.emit("plane.shuffle", [val, one], val.type, kind=kind)
+    s.emit("arith.bitcast", [e0], U32)
+    s.emit("arith.bitcast", [u4], v4)
+    s.emit("arith.bitcast", [i4], Ty(Elem.U32, 4))
+    s.emit("arith.bitcast", [u], I32)
     s.emit("vector.extract_at", [r, u], F32)
     s.emit("vector.extract_at", [u4, one], U32)
     s.emit("vector.insert_at", [r, u, e0], v4)

@@ -395,6 +395,12 @@ class _Emitter(InfoReads):
         target = _SCALAR[ty.elem]
         self.elementwise(op, lambda a: f"{target}({a[0]})")
 
+    def op_arith_bitcast(self, op: Op) -> None:
+        ty = op.result.type
+        assert isinstance(ty, Ty)
+        target = _SCALAR[ty.elem]
+        self.elementwise(op, lambda a: f"as_type<{target}>({a[0]})")
+
     def _math(self, op: Op) -> None:
         fn = op.attrs["fn"]
         name = (_MATH if op.name == "math.unary" else _MATH2).get(fn)

@@ -304,6 +304,9 @@ class _Emitter(InfoReads):
     def op_vector_extract(self, op: Op) -> None:
         self.let(op, f"{op.operands[0].name}[{int(op.attrs['index'])}]")
 
+    def op_arith_bitcast(self, op: Op) -> None:
+        self.let(op, f"bitcast<{wgsl_type(op.result.type)}>({op.operands[0].name})")
+
     def op_vector_extract_at(self, op: Op) -> None:
         v, i = op.operands
         last = v.type.width - 1  # type: ignore[union-attr]

@@ -30,6 +30,7 @@ from cubelab.frontend.operands import (
 from cubelab.frontend.types import ArrayKind, GenericScalar, ScalarKind, Vector, VectorSpec
 from cubelab.frontend.values import RV, ArrayRef, AtomicRef, BufferRef, SliceView
 from cubelab.ir.scope import Scope
+from cubelab.ir.types import Elem
 
 
 def comptime(s: Scope, thunk: Callable[[], Any], names: dict[str, Any], at: Pos) -> Any:
@@ -50,10 +51,25 @@ def comptime(s: Scope, thunk: Callable[[], Any], names: dict[str, Any], at: Pos)
     return x
 
 
+def reinterpret(s: Scope, kind: ScalarKind, x: Any) -> Any:
+    """`u32.reinterpret(x)`: the 32 bits of an f32/i32/u32 scalar or vector read as `kind`, per
+    component (CubeCL's `reinterpret`; WGSL `bitcast`), not converted as a cast is."""
+    v = value(s, read(s, x))
+    ty = ty_of(v)
+    if ty.elem is Elem.BOOL or kind.elem is Elem.BOOL:
+        raise error(s, f"reinterpret between {ty} and {kind}: a bool has no 32-bit pattern",
+                    "reinterpret f32, i32 or u32; convert a bool with u32(b)")
+    if ty.elem is kind.elem:
+        return RV(v)
+    return RV(s.emit("arith.bitcast", [v], ty.with_elem(kind.elem)))
+
+
 def scalar_method(s: Scope, kind: ScalarKind, name: str, args: Sequence[Any]) -> Any:
     """`F.new(x)`, `F.cast_from(x)`, `F.max(a, b)` & co. on a (resolved) scalar type."""
     if name in ("new", "cast_from", "from_int") and len(args) == 1:
         return cast(s, kind, args[0])
+    if name == "reinterpret" and len(args) == 1:
+        return reinterpret(s, kind, args[0])
     if name in ("min", "max"):
         typed_args = [cast(s, kind, a) if is_py(read(s, a)) else a for a in args]
         return minmax(s, name, typed_args)
@@ -78,10 +94,17 @@ def _sized_vector(s: Scope, spec: VectorSpec, name: str, args: Sequence[Any]) ->
     splatted, or a vector of width N converted componentwise): CubeCL's `Vector::<F, N>::new`
     and `Vector::<F, N>::cast_from`, a vector of a stated width where `Vector.new(x)` takes its
     width from where it is used."""
-    if name not in ("new", "cast_from") or len(args) != 1:
+    if name not in ("new", "cast_from", "reinterpret") or len(args) != 1:
         raise error(s, f"`{spec!r}.{name}(...)` is not available",
-                    f"available: {spec!r}.new(x), {spec!r}.cast_from(v)")
+                    f"available: {spec!r}.new(x), {spec!r}.cast_from(v), "
+                    f"{spec!r}.reinterpret(v)")
     ty = spec.resolve(s)
+    if name == "reinterpret":
+        r = reinterpret(s, spec.elem.resolve(s), args[0])
+        if ty_of(r.v).width != ty.width:
+            raise error(s, f"{spec!r}.reinterpret(...) of a {ty_of(r.v)}",
+                        f"give it a vector of width {ty.width}")
+        return r
     v = value(s, cast(s, spec.elem.resolve(s), args[0]))
     width = ty_of(v).width
     if name == "new" and width != 1:

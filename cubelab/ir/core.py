@@ -54,6 +54,8 @@ OPS: dict[str, str] = {
                   "zero, saturating at the target's bounds, NaN -> 0. i32<->u32: same bits "
                   "(two's complement). int/f32 -> bool: x != 0. bool -> number: 0 or 1. "
                   "int -> f32: nearest f32",
+    "arith.bitcast": "the operand's 32-bit pattern read as the result type (f32, i32, u32; "
+                     "same width): CubeCL's reinterpret, WGSL bitcast, MSL as_type",
     "arith.select": "select(cond, a, b): a where cond is true else b, elementwise; cond is a "
                     "bool scalar (picks whole values) or a bool vector of the operands' width; "
                     "operands: [cond, a, b]; both a and b are always evaluated",

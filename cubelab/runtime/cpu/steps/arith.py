@@ -188,6 +188,17 @@ def _b_cast(plan: Plan, op: Op, depth: int) -> Step:
     return step
 
 
+@builder("arith.bitcast")
+def _b_bitcast(plan: Plan, op: Op, depth: int) -> Step:
+    dtype = np.dtype(ty_of(op.result).elem.numpy_dtype)
+    a, r = op.operands[0].id, op.result.id
+
+    def step(ctx: Ctx, mask: Any) -> None:
+        ctx.env[r] = np.ascontiguousarray(ctx.env[a]).view(dtype)
+
+    return step
+
+
 @builder("arith.select")
 def _b_select(plan: Plan, op: Op, depth: int) -> Step:
     c, a, b = (o.id for o in op.operands)
