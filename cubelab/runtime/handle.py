@@ -94,14 +94,34 @@ def refuse_released(handle: Handle, what: str) -> None:
         "launched. Keep the handle alive until you are done with it, or allocate a new one.")
 
 
-class BufferArg:
+class _Frozen:
+    """Launch arguments are values: set once, in the constructor. A launch whose arguments are
+    the very same objects as the previous one reuses that launch's checked bindings
+    (`frontend/launch.py`), which is only sound if an argument cannot change under it.
+    Weak-referenceable, so that reuse never keeps an argument (and its handle) alive."""
+
+    __slots__ = ("__weakref__",)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable (a launch argument is a "
+                             f"value): make a new one instead of setting `{name}`")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
+
+
+_set = object.__setattr__
+
+
+class BufferArg(_Frozen):
     """A buffer launch argument: a handle and how many scalars of it the kernel may see."""
 
     __slots__ = ("handle", "length")
+    handle: Handle
+    length: int
 
     def __init__(self, handle: Handle, length: int) -> None:
-        self.handle = handle
-        self.length = length
+        _set(self, "handle", handle)
+        _set(self, "length", length)
 
     @staticmethod
     def from_raw_parts(handle: Handle, length: int) -> "BufferArg":
@@ -126,19 +146,20 @@ class BufferArg:
         return f"BufferArg({self.handle!r}, len={self.length})"
 
 
-class ScalarArg:
+class ScalarArg(_Frozen):
     """A scalar launch argument (plain Python numbers are accepted too)."""
 
     __slots__ = ("value",)
+    value: int | float | bool
 
     def __init__(self, value: int | float | bool) -> None:
-        self.value = value
+        _set(self, "value", value)
 
     def __repr__(self) -> str:
         return f"ScalarArg({self.value!r})"
 
 
-class TensorArg:
+class TensorArg(_Frozen):
     """A tensor launch argument: a handle, its shape and its strides, in items of the kernel's
     declared item type (CubeCL's `TensorArg::from_raw_parts(handle, strides, shape,
     vectorization)` — cubelab takes shape first, as numpy does). The kernel sees `t.shape(d)`,
@@ -158,13 +179,21 @@ class TensorArg:
     shape, so no metadata can move a clamp past the buffer."""
 
     __slots__ = ("handle", "shape", "strides", "length", "extent")
+    handle: Handle
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    length: int
+    extent: int
 
     def __init__(self, handle: Handle, shape: tuple[int, ...], strides: tuple[int, ...],
                  length: int) -> None:
-        self.handle, self.shape, self.strides, self.length = handle, shape, strides, length
+        _set(self, "handle", handle)
+        _set(self, "shape", shape)
+        _set(self, "strides", strides)
+        _set(self, "length", length)
         # items (of the declared item type) the shape reaches: 0 when a dimension is empty
-        self.extent = 0 if not all(shape) else \
-            1 + sum((d - 1) * st for d, st in zip(shape, strides))
+        _set(self, "extent", 0 if not all(shape) else
+             1 + sum((d - 1) * st for d, st in zip(shape, strides)))
 
     @staticmethod
     def from_raw_parts(handle: Handle, shape: "Sequence[int]",

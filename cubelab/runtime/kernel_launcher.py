@@ -43,12 +43,16 @@ class KernelLauncher:
             group.append(value)
 
     def launch(self, client: Any, kernel: CubeKernel, cube_count: CubeCount,
-               kernel_name: str) -> None:
-        """Submit: the client runs the seed's remaining gates and hands it to the device."""
+               kernel_name: str) -> Bindings:
+        """Submit: the client runs the seed's remaining gates and hands it to the device.
+        Returns the bindings submitted (the frontend may hand them over again for a launch with
+        the very same arguments)."""
         buffers = self.buffers
         if len(buffers) > 1 and len({b.handle.id for b in buffers}) != len(buffers):
             check_aliasing(kernel_name, buffers)
-        client.launch(kernel, cube_count, Bindings(buffers, self.scalars))
+        bindings = Bindings(buffers, self.scalars)
+        client.launch(kernel, cube_count, bindings)
+        return bindings
 
 
 def check_aliasing(kernel: str, buffers: list[BufferBinding]) -> None:

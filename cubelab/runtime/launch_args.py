@@ -7,7 +7,7 @@ or other data reuses the pipeline. `Bindings` also walks the seed's write-set fa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from cubelab.runtime.handle import Handle
@@ -102,6 +102,12 @@ class Bindings:
 
     buffers: list[BufferBinding]
     scalars: dict[str, list[Any]]
+    # The device thread's memo of what it derived from these bindings for one pipeline (write
+    # and read sets, the backend's bind group: `server.PreparedLaunch`). Written and read on
+    # the device thread only. The calling thread hands the *same* Bindings to every launch whose
+    # arguments are the same objects (`frontend/launch.py`), so a loop of identical launches
+    # derives it once. Never compared: two launches' bindings are never "the same" by value.
+    prepared: Any = field(default=None, compare=False, repr=False)
 
     def lengths(self) -> list[int]:
         return [b.items for b in self.buffers]

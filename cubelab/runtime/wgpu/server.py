@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import re
+import struct
 import threading
 from typing import Any
 
@@ -54,6 +55,12 @@ from cubelab.runtime.server import PipelineEntry, Server
 
 _CACHE_LIMIT = 4096
 _GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
+
+
+def _f32_bits(values: list[float]) -> bytes:
+    """f32 scalars as a cache key: by their bits, because 0.0 == -0.0 (and hash alike) while the
+    kernel sees the sign, and NaN != NaN would never find its own cached group."""
+    return struct.pack(f"<{len(values)}f", *values)
 
 
 def _pad4(n: int) -> int:
@@ -163,6 +170,9 @@ class WgpuServer(Server):
         self._info: dict[bytes, Any] = {}
         self._groups: dict[tuple[Any, ...], Any] = {}
         self._groups_of: dict[int, list[tuple[Any, ...]]] = {}  # handle id -> its groups' keys
+        # bumped whenever a cached group is dropped: a PreparedLaunch's group is valid while its
+        # generation is this one (server.PreparedLaunch)
+        self._generation = 0
         # stream -> [encoder, open compute pass, pipeline set last, bind group set last]
         self._open: dict[int, list[Any]] = {}
         self._barrier = self.device.create_buffer(size=4, usage=self._usage)
@@ -203,6 +213,7 @@ class WgpuServer(Server):
         if keys:
             for key in keys:
                 self._groups.pop(key, None)
+            self._generation += 1  # a prepared launch may hold one of those groups
 
     def read_bytes(self, handles: list[Handle]) -> list[bytes]:
         out = []
@@ -280,11 +291,23 @@ class WgpuServer(Server):
 
     # -- dispatch -----------------------------------------------------------------------------
     def _group(self, entry: PipelineEntry, bindings: Bindings) -> Any:
+        # The launch's prepared record remembers its group while no cached group was dropped
+        # since (a release, the cache limit): then not even the key below is built.
+        rec = bindings.prepared
+        if rec is not None and rec.generation == self._generation and rec.entry is entry:
+            return rec.backend
+        group = self._group_by_key(entry, bindings)
+        if rec is not None and rec.entry is entry:
+            rec.backend, rec.generation = group, self._generation
+        return group
+
+    def _group_by_key(self, entry: PipelineEntry, bindings: Bindings) -> Any:
         # Keyed on what the info block is made of, so a cache hit packs nothing.
         buffers = bindings.buffers
         key = (entry.kernel_id, tuple([(b.handle.id, b.items, b.shape, b.strides)
                                        for b in buffers]),
-               tuple([(k, *v) for k, v in bindings.scalars.items()]))
+               tuple([(k, *v) if k != "f32" else (k, _f32_bits(v))
+                      for k, v in bindings.scalars.items()]))
         group = self._groups.get(key)
         if group is not None:
             return group
@@ -296,6 +319,7 @@ class WgpuServer(Server):
                 self._info.clear()
                 self._groups.clear()
                 self._groups_of.clear()
+                self._generation += 1
             info = self.device.create_buffer_with_data(data=info_bytes, usage=self._usage)
             self._info[info_bytes] = info
         resources = []

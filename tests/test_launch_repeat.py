@@ -1,0 +1,114 @@
+"""A launch repeated with the very same argument objects (issue #17, the launch path).
+
+A loop `for _ in range(n): scale.launch(client, count, dim, xa, ya, 2.0)` hands the same objects
+to every launch, so `frontend/launch.py` checks them once and hands the same `Bindings` over
+again (the device thread keeps what it derived from them on them: `server.PreparedLaunch`).
+These tests pin that the shortcut is exact: it sees every new value, keeps nothing alive,
+refuses what a fresh launch refuses, and gives what fresh launches give — on both runtimes.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from cubelab import BufferArg, CubeCount, CubeDim, ReleasedHandleError
+from cubelab.prelude import f32
+from cubelab.runtime import events as ev
+from cubelab.runtime.handle import ScalarArg, TensorArg
+from tests.fixtures.seed001_kernels import inc, scale
+
+ONE = (CubeCount.Static(1), CubeDim.new_1d(8))
+
+
+def floats(client, values):  # type: ignore[no-untyped-def]
+    return client.create_from_slice(f32.as_bytes(np.asarray(values, dtype=np.float32)))
+
+
+def read(client, h):  # type: ignore[no-untyped-def]
+    return f32.from_bytes(client.read_one(h))
+
+
+def test_launch_arguments_are_values_that_cannot_be_changed_after_construction(client):
+    h = client.zeros(32)
+    for value, field in ((BufferArg.from_raw_parts(h, 8), "length"),
+                         (TensorArg.from_raw_parts(h, (2, 4), (4, 1)), "shape"),
+                         (ScalarArg(2.0), "value")):
+        with pytest.raises(AttributeError, match="immutable"):
+            setattr(value, field, 4)
+
+
+def test_a_loop_of_identical_launches_gives_what_fresh_launches_give(client):
+    y = floats(client, np.zeros(8))
+    ya = BufferArg.from_raw_parts(y, 8)
+    for _ in range(20):
+        inc.launch(client, *ONE, ya)
+    for _ in range(5):  # fresh argument objects each time
+        inc.launch(client, *ONE, BufferArg.from_raw_parts(y, 8))
+    np.testing.assert_array_equal(read(client, y), np.full(8, 25.0))
+
+
+def test_a_new_scalar_value_in_a_loop_is_used_not_the_repeated_one(client):
+    x, out = floats(client, np.ones(8)), floats(client, np.zeros(8))
+    xa, oa = BufferArg.from_raw_parts(x, 8), BufferArg.from_raw_parts(out, 8)
+    for a in (3.0, 3.0, 3.0, 4.0):
+        scale.launch(client, *ONE, xa, oa, a)
+    np.testing.assert_array_equal(read(client, out), np.full(8, 4.0))
+    for a in (5.0, 5.0, 5.0):
+        scale.launch(client, *ONE, xa, oa, a)
+        np.testing.assert_array_equal(read(client, out), np.full(8, a))
+
+
+def test_minus_zero_after_zero_reaches_the_kernel_with_its_sign(wgpu_client):
+    # 0.0 == -0.0 (and they hash alike) in Python, yet the kernel sees the sign bit: neither the
+    # repeat shortcut (it keys on the argument objects) nor the bind-group cache (it keys on an
+    # f32's bits) may take one for the other.
+    client = wgpu_client
+    x, out = floats(client, np.ones(8)), floats(client, np.zeros(8))
+    xa, oa = BufferArg.from_raw_parts(x, 8), BufferArg.from_raw_parts(out, 8)
+    zero, minus_zero = 0.0, -0.0
+    for _ in range(3):
+        scale.launch(client, *ONE, xa, oa, zero)
+    assert client.read_one(out) == struct.pack("<8f", *[0.0] * 8)
+    scale.launch(client, *ONE, xa, oa, minus_zero)
+    assert client.read_one(out) == struct.pack("<8f", *[-0.0] * 8)
+
+
+def test_a_repeated_launch_on_another_cube_dim_or_buffer_is_checked_afresh(client):
+    x, out, other = (floats(client, np.arange(8)), floats(client, np.zeros(8)),
+                     floats(client, np.zeros(8)))
+    xa, oa = BufferArg.from_raw_parts(x, 8), BufferArg.from_raw_parts(out, 8)
+    for _ in range(3):
+        scale.launch(client, *ONE, xa, oa, 2.0)
+    with client.events.record(ev.CompileStarted) as rec:
+        scale.launch(client, CubeCount.Static(2), CubeDim.new_1d(4), xa,
+                     BufferArg.from_raw_parts(other, 8), 3.0)
+        client.sync()
+    assert [e.kernel_id.cube_dim for e in rec.of(ev.CompileStarted)] == [CubeDim.new_1d(4)]
+    np.testing.assert_array_equal(read(client, out), np.arange(8) * 2.0)
+    np.testing.assert_array_equal(read(client, other), np.arange(8) * 3.0)
+
+
+def test_a_freed_buffer_is_refused_by_a_repeated_launch(client):
+    y = floats(client, np.zeros(8))
+    ya = BufferArg.from_raw_parts(y, 8)
+    for _ in range(3):
+        inc.launch(client, *ONE, ya)
+    client.free(y)
+    with pytest.raises(ReleasedHandleError, match=rf"Handle\(#{y.id}"):
+        inc.launch(client, *ONE, ya)
+
+
+def test_repeating_a_launch_keeps_no_dropped_buffer_alive(client):
+    y = floats(client, np.zeros(8))
+    ya = BufferArg.from_raw_parts(y, 8)
+    for _ in range(3):
+        inc.launch(client, *ONE, ya)
+    client.sync()
+    yid = y.id
+    with client.events.record(ev.MemoryReleased) as rec:
+        del y, ya  # the launcher's memo holds the argument weakly: this was the last reference
+        client.sync()
+    assert [e.handle_id for e in rec.of(ev.MemoryReleased) if e.handle_id == yid] == [yid]
