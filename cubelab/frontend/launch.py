@@ -135,7 +135,8 @@ class Launcher:
 
     @api_boundary
     def __call__(self, *args: Any) -> None:
-        return self[()](*args)
+        bound = self._bound.get(())  # a kernel without generic types: `saxpy.launch(...)`
+        return (bound if bound is not None else self[()])(*args)
 
     def __repr__(self) -> str:
         return f"<{self.fn.__name__}.{'launch' if self.mode is ExecutionMode.Checked else 'launch_unchecked'}>"

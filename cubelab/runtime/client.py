@@ -305,7 +305,7 @@ class Client:
         mode = launch_mode()
         stream = self.stream_id()
         seq = next(_launch_seq)
-        if self.events.wants(ev.LaunchIssued):
+        if self.events.active and self.events.wants(ev.LaunchIssued):
             self.events.publish(ev.LaunchIssued(kernel.name, kernel.id(), count.as_tuple(), seq,
                                                 mode.value, stream))
         # Gate 4: profiling waits for the device thread and brings the timing back.

@@ -245,10 +245,9 @@ class EventBus:
         self._lock = threading.Lock()
         self._warned: set[int] = set()
         self._wanted: dict[type, bool] = {}
-
-    @property
-    def active(self) -> bool:
-        return bool(self._subs)
+        # Whether anyone subscribes at all: a plain attribute, not a property, because every
+        # launch reads it several times on both threads.
+        self.active = False
 
     def wants(self, kind: type) -> bool:
         """Whether any subscriber takes events of `kind`. Publishers of per-launch events check
@@ -270,11 +269,13 @@ class EventBus:
         with self._lock:
             self._subs = self._subs + (entry,)
             self._wanted = {}
+            self.active = True
 
         def unsubscribe() -> None:
             with self._lock:
                 self._subs = tuple(s for s in self._subs if s is not entry)
                 self._wanted = {}
+                self.active = bool(self._subs)
 
         return unsubscribe
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple
 
 from cubelab.errors import BufferFailure, UnreportedFailureWarning
 from cubelab.runtime import events as ev
@@ -215,7 +215,7 @@ class ExecuteScope:
         # The claim itself is one shared marker (a launch costs no allocation for it); a body
         # that raises replaces it with a provisional failure that names the launch and why.
         ledger.put(written, _CLAIMED)
-        if written and bus.wants(ev.BufferClaimed):
+        if written and bus.active and bus.wants(ev.BufferClaimed):
             bus.publish(ev.BufferClaimed(launch.kernel, _ids(written), launch.launch_seq))
         return scope
 
@@ -225,12 +225,13 @@ class ExecuteScope:
         """Work that never started: its write set carries `error`."""
         fail_buffers(ledger, bus, launch, written, error)
 
-    def execute(self, body: Callable[[], object]) -> bool:
-        """Run `body` unless skipped; True when it ran to a normal end (claims released)."""
+    def execute(self, body: Callable[..., object], *args: Any) -> bool:
+        """Run `body(*args)` unless skipped; True when it ran to a normal end (claims
+        released). (The server passes a method and its arguments: no closure per launch.)"""
         if self.skipped:
             return False
         try:
-            result = body()
+            result = body(*args)
         except Exception as exc:  # noqa: BLE001 - a refusal we did not foresee: still a failure
             result = exc
         except BaseException as exc:

@@ -172,6 +172,12 @@ class Server:
         # launch: the slot of its status word.
         self.guard_slot: int | None = None
         self._guard_window: list[tuple[Any, ...]] | None = None
+        # what the launch being executed did (set by `_dispatch_body`, read by `_execute`)
+        self._dispatched = self._zero_count = False
+        # cubes per dimension the device takes, read from `_max_cubes_of` (the properties;
+        # unlimited where they do not say)
+        self._max_cubes: float = float("inf")
+        self._max_cubes_of: Any = None
 
     # -- memory (per backend) -----------------------------------------------------------------
     defers_release = False  # True where queued work runs only when its stream is submitted
@@ -554,7 +560,7 @@ class Server:
                 return
             entry = compiled.entry
             self.pipelines[kernel_id] = entry
-        else:
+        elif self.bus.active:  # a view is attached: tell it about the hit
             bus = self.bus
             if bus.wants(ev.CacheHit):
                 bus.publish(ev.CacheHit(kernel.name, kernel_id, entry.entry, seq))
@@ -626,49 +632,60 @@ class Server:
         scope = ExecuteScope.launching(self.ledger, self.bus, info, reads, written)
         if scope.skipped:
             return False
-        dispatched = zero = False
-
-        def body() -> object:
-            nonlocal dispatched, zero
-            c = count
-            if count.handle is not None:
-                resolved = self.resolve_dynamic_count(count.handle)
-                if resolved is not None:
-                    if 0 in resolved:
-                        zero = True
-                        return UNTOUCHED  # a zero grid dispatches nothing, writes nothing
-                    c = CubeCount(*resolved)
-            limit = self.properties.max_cubes_per_dim if self.properties is not None else None
-            if limit is not None and c.is_static and max(c.as_tuple()) > limit:
-                return ResourceError(
-                    f"launch of `{info.kernel}`: cube count {c.as_tuple()} exceeds the device "
-                    f"limit of {limit} cubes per dimension; spread the work over more "
-                    "dimensions or loop inside the kernel")
-            self.stream = stream
-            self.dispatch(entry, c, bindings)
-            dispatched = True
-            if self.guard_slot is not None or self._guard_window is not None:
-                self._note_guard(info, entry, reads, written, self.guard_slot)
-            # `batch`: a replay submits once at its end, so no max_tasks flush in the middle
-            self.scheduler.register(stream, Task(info.kernel, info.launch_seq, written,
-                                                 info.kernel_id),
-                                    allow_flush=not batch)
-            if flush:
-                self.scheduler.flush(stream, why)
-                self.wait()
-            errs = self.take_async_errors()
-            if errs:
-                return errs[0]
-            return None
-
-        scope.execute(body)
-        if zero and self.bus.active:
+        self._dispatched = self._zero_count = False
+        scope.execute(self._dispatch_body, info, entry, count, bindings, reads, written, flush,
+                      why, batch)
+        if self._zero_count and self.bus.active:
             self.bus.publish(ev.LaunchSkipped(info.kernel, info.kernel_id, "zero-count",
                                               info.launch_seq))
-        if dispatched and self.bus.wants(ev.LaunchDispatched):
+        dispatched = self._dispatched
+        if dispatched and self.bus.active and self.bus.wants(ev.LaunchDispatched):
             self.bus.publish(ev.LaunchDispatched(info.kernel, info.kernel_id, entry.entry,
                                                  count.as_tuple(), info.launch_seq))
         return dispatched
+
+    def _dispatch_body(self, info: LaunchInfo, entry: PipelineEntry, count: CubeCount,
+                       bindings: Bindings, reads: list[Handle],
+                       written: list[tuple[Handle, str]], flush: bool, why: str,
+                       batch: bool) -> object:
+        """The scope's body (`_execute`): resolve the count, check the device's limits,
+        dispatch, queue the task. Sets `_dispatched` once the dispatch is encoded, and
+        `_zero_count` when a dynamic count turned out to be zero."""
+        c = count
+        if count.handle is not None:
+            resolved = self.resolve_dynamic_count(count.handle)
+            if resolved is not None:
+                if 0 in resolved:
+                    self._zero_count = True
+                    return UNTOUCHED  # a zero grid dispatches nothing, writes nothing
+                c = CubeCount(*resolved)
+        props = self.properties
+        if props is not self._max_cubes_of:  # read once per properties object
+            limit = props.max_cubes_per_dim if props is not None else None
+            self._max_cubes = float("inf") if limit is None else limit
+            self._max_cubes_of = props
+        limit = self._max_cubes
+        if c.handle is None and (c.x > limit or c.y > limit or c.z > limit):
+            return ResourceError(
+                f"launch of `{info.kernel}`: cube count {c.as_tuple()} exceeds the device "
+                f"limit of {limit} cubes per dimension; spread the work over more "
+                "dimensions or loop inside the kernel")
+        stream = self.stream = info.stream
+        self.dispatch(entry, c, bindings)
+        self._dispatched = True
+        if self.guard_slot is not None or self._guard_window is not None:
+            self._note_guard(info, entry, reads, written, self.guard_slot)
+        # `batch`: a replay submits once at its end, so no max_tasks flush in the middle
+        self.scheduler.register(stream, Task(info.kernel, info.launch_seq, written,
+                                             info.kernel_id), not batch)
+        if flush:
+            self.scheduler.flush(stream, why)
+            self.wait()
+        errs = self.take_async_errors()
+        if errs:
+            return errs[0]
+        return None
+
 
     # -- graph capture ------------------------------------------------------------------------
     def start_capture(self, stream: int) -> None:

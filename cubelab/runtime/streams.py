@@ -125,14 +125,17 @@ class StreamScheduler:
         others: list[StreamId] = []
         last = self.last_stream
         for h in handles:
-            other = last.get(h.id)
-            if other is not None and other != stream_id:
+            hid = h.id
+            other = last.get(hid)
+            if other == stream_id:
+                continue  # the common case: a loop on one stream
+            if other is not None:
                 log.info("Binding on stream %d is shared on stream %d", other, stream_id)
                 if self.bus.wants(ev.StreamShared):
-                    self.bus.publish(ev.StreamShared(h.id, stream_id, other))
+                    self.bus.publish(ev.StreamShared(hid, stream_id, other))
                 if other not in others:
                     others.append(other)
-            last[h.id] = stream_id
+            last[hid] = stream_id
         for other in others:
             self.flush(other, "shared")
 
@@ -158,7 +161,7 @@ class StreamScheduler:
             return
         if self._after_flush is not None:
             self._after_flush(stream_id)
-        if self.bus.wants(ev.Flushed):  # once per submission: often once per launch
+        if self.bus.active and self.bus.wants(ev.Flushed):  # once per submission: often once per launch
             self.bus.publish(ev.Flushed(len(tasks), why, stream=stream_id))
 
     def flush_all(self, why: str) -> None:

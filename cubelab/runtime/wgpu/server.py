@@ -57,6 +57,26 @@ _CACHE_LIMIT = 4096
 _GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
 
 
+def _raw_dispatch() -> Any:
+    """wgpu-native's `wgpuComputePassEncoderDispatchWorkgroups` itself, or None.
+
+    The one wgpu call made once per launch goes around wgpu-py's per-call wrapper, which pushes
+    and pops an error slot around every call (~0.6 µs of Python per dispatch on lavapipe's VM,
+    a tenth of the device thread's share of a cache-hit launch; benchmarks/README.md). The trap
+    this accepts, checked in wgpu-core: a dispatch is only *recorded* into the pass and
+    validated when the pass ends (`p.end()` in `submit_stream`, through the wrapper, which
+    raises), so the bare call has nothing to report but a pass already ended — which cubelab
+    never dispatches into. Anything it did report would still arrive through wgpu-py's error
+    callback as a logged error, which `_WgpuLogCatcher` turns into the launch's failure. Tied
+    to wgpu-py's internals (`_ffi.lib`, `pass._internal`; pinned to 0.32 in pyproject.toml):
+    where they are absent, the public method is used."""
+    try:
+        from wgpu.backends.wgpu_native._ffi import lib
+    except ImportError:
+        return None
+    return getattr(lib, "wgpuComputePassEncoderDispatchWorkgroups", None)
+
+
 def _f32_bits(values: list[float]) -> bytes:
     """f32 scalars as a cache key: by their bits, because 0.0 == -0.0 (and hash alike) while the
     kernel sees the sign, and NaN != NaN would never find its own cached group."""
@@ -173,7 +193,8 @@ class WgpuServer(Server):
         # bumped whenever a cached group is dropped: a PreparedLaunch's group is valid while its
         # generation is this one (server.PreparedLaunch)
         self._generation = 0
-        # stream -> [encoder, open compute pass, pipeline set last, bind group set last]
+        # stream -> [encoder, open compute pass, pipeline set last, bind group set last,
+        #            the pass's native handle (for `_dispatch_raw`)]
         self._open: dict[int, list[Any]] = {}
         self._barrier = self.device.create_buffer(size=4, usage=self._usage)
         self._empty_view = self.device.create_buffer(size=16, usage=self._usage)
@@ -187,6 +208,7 @@ class WgpuServer(Server):
                                                      usage=self._usage)
         self._guard_next = 0
         self._async_errors: list[str] = []
+        self._dispatch_raw = _raw_dispatch()
         _install_log_filter(self)
 
     # -- memory -------------------------------------------------------------------------------
@@ -377,7 +399,8 @@ class WgpuServer(Server):
         open_ = self._open.get(stream)
         if open_ is None:
             encoder = self.device.create_command_encoder()
-            open_ = self._open[stream] = [encoder, encoder.begin_compute_pass(), None, None]
+            p = encoder.begin_compute_pass()
+            open_ = self._open[stream] = [encoder, p, None, None, getattr(p, "_internal", None)]
         p = open_[1]
         try:
             if isinstance(indirect, Slice):
@@ -386,6 +409,7 @@ class WgpuServer(Server):
                                                self._indirect, 0, 12)
                 p = open_[1] = open_[0].begin_compute_pass()
                 open_[2] = open_[3] = None
+                open_[4] = getattr(p, "_internal", None)
                 indirect = (self._indirect, 0)
             # Each wgpu-py call costs several µs of Python: a run of launches of one kernel on
             # the same buffers re-encodes only the dispatch.
@@ -403,6 +427,8 @@ class WgpuServer(Server):
                 open_[3] = group
             if indirect is not None:
                 p.dispatch_workgroups_indirect(*indirect)
+            elif self._dispatch_raw is not None and open_[4] is not None:
+                self._dispatch_raw(open_[4], count.x, count.y, count.z)
             else:
                 p.dispatch_workgroups(count.x, count.y, count.z)
         except Exception as exc:
