@@ -283,11 +283,13 @@ class Client:
 
     @property
     def profiling(self) -> bool:
+        """Whether this thread's launches are blocking and timed (`launch` inlines this)."""
         return self._device.debug_log is not None or getattr(self._profile_depth, "n", 0) > 0
 
     def launch(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings) -> None:
+        # (Every line here runs on every launch: properties and helpers are inlined.)
         # Gate 1: zero-dimension static counts never leave this thread.
-        if count.is_static and (count.x == 0 or count.y == 0 or count.z == 0):
+        if count.handle is None and (count.x == 0 or count.y == 0 or count.z == 0):
             if self.events.active:
                 self.events.publish(ev.LaunchGated(kernel.name, "zero-dimension cube count", 0))
             return
@@ -303,13 +305,15 @@ class Client:
             size += h.size
         # Gate 3: only this thread knows whether this launch is a dry run or a measurement.
         mode = launch_mode()
-        stream = self.stream_id()
+        stream = getattr(self._pin, "id", None)  # self.stream_id()
+        if stream is None:
+            stream = current_stream()
         seq = next(_launch_seq)
         if self.events.active and self.events.wants(ev.LaunchIssued):
             self.events.publish(ev.LaunchIssued(kernel.name, kernel.id(), count.as_tuple(), seq,
                                                 mode.value, stream))
         # Gate 4: profiling waits for the device thread and brings the timing back.
-        if self.profiling:
+        if self._device.debug_log is not None or getattr(self._profile_depth, "n", 0) > 0:
             self._runner.call(self._refuse_profile, stream)
             self._runner.call(self._server.launch, kernel, count, bindings, seq, True, mode,
                               stream)

@@ -188,17 +188,25 @@ class ExecuteScope:
 
     def __init__(self, ledger: FailureLedger, bus: ev.EventBus, launch: LaunchInfo,
                  written: list[tuple["Handle", str]], skipped: bool,
-                 root: Failure | None) -> None:
+                 root: Failure | None,
+                 before: list[tuple[Failure, str] | None] | None = None) -> None:
         self.ledger, self.bus, self.launch, self.written = ledger, bus, launch, written
         self.skipped = skipped
         self.root = root  # the read failure that made this a skip
-        self._before: list[tuple[Failure, str] | None] = []
+        # what the write set carried before the claim; None when it carried nothing
+        self._before = before
 
     @staticmethod
     def launching(ledger: FailureLedger, bus: ev.EventBus, launch: LaunchInfo,
                   reads: Iterable["Handle"],
                   written: list[tuple["Handle", str]]) -> "ExecuteScope":
-        found = ledger.read_failure(reads)
+        if not ledger._entries:  # the common case, on every launch: nothing failed anywhere
+            found = before = None
+        else:
+            found = ledger.read_failure(reads)
+            before = ledger.snapshot(written)
+            if before.count(None) == len(before):
+                before = None
         if found is not None:
             _, root = found
             propagated = root.skipping(launch.kernel)
@@ -210,8 +218,7 @@ class ExecuteScope:
                     bus.publish(ev.BufferFailed(launch.kernel, _ids(written), root.error,
                                                 root.kernel, launch.launch_seq))
             return ExecuteScope(ledger, bus, launch, written, True, root)
-        scope = ExecuteScope(ledger, bus, launch, written, False, None)
-        scope._before = ledger.snapshot(written)
+        scope = ExecuteScope(ledger, bus, launch, written, False, None, before)
         # The claim itself is one shared marker (a launch costs no allocation for it); a body
         # that raises replaces it with a provisional failure that names the launch and why.
         ledger.put(written, _CLAIMED)
@@ -246,14 +253,15 @@ class ExecuteScope:
                                                  self.launch.kernel, self.launch.launch_seq))
             raise
         if result is UNTOUCHED:
-            self.ledger.restore(self.written, self._before)
+            before_or_none = self._before or [None] * len(self.written)
+            self.ledger.restore(self.written, before_or_none)
             if self.bus.active and self.written:
                 seq = self.launch.launch_seq
-                clean = tuple(h.id for (h, _), old in zip(self.written, self._before)
+                clean = tuple(h.id for (h, _), old in zip(self.written, before_or_none)
                               if old is None)
                 if clean:
                     self.bus.publish(ev.BufferReleased(self.launch.kernel, clean, seq))
-                for (h, _), old in zip(self.written, self._before):
+                for (h, _), old in zip(self.written, before_or_none):
                     if old is not None:  # back to the failure it carried before the claim
                         f = old[0]
                         self.bus.publish(ev.BufferFailed(f.kernel, (h.id,), f.error, f.kernel,
@@ -268,7 +276,7 @@ class ExecuteScope:
                 self.bus.publish(ev.BufferReleased(self.launch.kernel, _ids(self.written),
                                                    self.launch.launch_seq))
             before = self._before
-            if before.count(None) != len(before):  # cheap "anything carried a failure?"
+            if before is not None:  # something carried a failure before the claim
                 repaired = tuple(h.id for (h, _), old in zip(self.written, before)
                                  if old is not None and not old[0].provisional)
                 if repaired:

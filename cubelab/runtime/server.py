@@ -379,7 +379,8 @@ class Server:
                     written: list[tuple[Handle, str]], slot: int | None) -> None:
         if self._guard_window is None:
             self._guard_window = []
-        self._guard_window.append((info, list(reads), list(written), slot, entry.definition))
+        # (the lists are a PreparedLaunch's, read-only: kept as they are)
+        self._guard_window.append((info, reads, written, slot, entry.definition))
 
     def read(self, handles: list[Handle], stream: int = 0) -> list[bytes]:
         self._refuse_in_capture(stream, "read")

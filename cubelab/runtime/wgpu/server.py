@@ -57,24 +57,38 @@ _CACHE_LIMIT = 4096
 _GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
 
 
-def _raw_dispatch() -> Any:
-    """wgpu-native's `wgpuComputePassEncoderDispatchWorkgroups` itself, or None.
+class _NativePass:
+    """wgpu-native's own entry points for the calls made on every launch: the dispatch, and a
+    guarded launch's `set_bind_group` with its dynamic offset.
 
-    The one wgpu call made once per launch goes around wgpu-py's per-call wrapper, which pushes
-    and pops an error slot around every call (~0.6 µs of Python per dispatch on lavapipe's VM,
-    a tenth of the device thread's share of a cache-hit launch; benchmarks/README.md). The trap
-    this accepts, checked in wgpu-core: a dispatch is only *recorded* into the pass and
-    validated when the pass ends (`p.end()` in `submit_stream`, through the wrapper, which
-    raises), so the bare call has nothing to report but a pass already ended — which cubelab
-    never dispatches into. Anything it did report would still arrive through wgpu-py's error
-    callback as a logged error, which `_WgpuLogCatcher` turns into the launch's failure. Tied
-    to wgpu-py's internals (`_ffi.lib`, `pass._internal`; pinned to 0.32 in pyproject.toml):
-    where they are absent, the public method is used."""
+    They go around wgpu-py's per-call wrapper, which pushes and pops an error slot around every
+    call (and, for `set_bind_group`, builds a list and a C array of the offsets): ~0.6 µs of
+    Python per dispatch and ~2 µs per guarded bind on lavapipe's VM, a large share of the device
+    thread's cost of a cache-hit launch (benchmarks/README.md). The trap this accepts, checked
+    in wgpu-core: a compute pass only *records* these commands and validates them when the pass
+    ends (`p.end()` in `submit_stream`, still through wgpu-py, which raises), so the bare calls
+    have nothing to report but a pass already ended — which cubelab never encodes into.
+    Anything they did report would still arrive through wgpu-py's error callback as a logged
+    error, which `_WgpuLogCatcher` turns into the launch's failure. wgpu-native copies the
+    offsets at the call, so one C word serves every call. Tied to wgpu-py's internals
+    (`_ffi`, `._internal`; wgpu is pinned to 0.32 in pyproject.toml): where they are absent,
+    `native_pass()` is None and the public methods are used."""
+
+    __slots__ = ("dispatch", "set_bind_group", "offset")
+
+    def __init__(self, ffi: Any, lib: Any) -> None:
+        self.dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
+        self.set_bind_group = lib.wgpuComputePassEncoderSetBindGroup
+        self.offset = ffi.new("uint32_t[1]")
+
+
+def native_pass() -> _NativePass | None:
     try:
-        from wgpu.backends.wgpu_native._ffi import lib
-    except ImportError:
+        from wgpu.backends.wgpu_native._ffi import ffi, lib
+
+        return _NativePass(ffi, lib)
+    except (ImportError, AttributeError):
         return None
-    return getattr(lib, "wgpuComputePassEncoderDispatchWorkgroups", None)
 
 
 def _f32_bits(values: list[float]) -> bytes:
@@ -194,7 +208,7 @@ class WgpuServer(Server):
         # generation is this one (server.PreparedLaunch)
         self._generation = 0
         # stream -> [encoder, open compute pass, pipeline set last, bind group set last,
-        #            the pass's native handle (for `_dispatch_raw`)]
+        #            the pass's native handle (for `_native`)]
         self._open: dict[int, list[Any]] = {}
         self._barrier = self.device.create_buffer(size=4, usage=self._usage)
         self._empty_view = self.device.create_buffer(size=16, usage=self._usage)
@@ -208,7 +222,7 @@ class WgpuServer(Server):
                                                      usage=self._usage)
         self._guard_next = 0
         self._async_errors: list[str] = []
-        self._dispatch_raw = _raw_dispatch()
+        self._native = native_pass()
         _install_log_filter(self)
 
     # -- memory -------------------------------------------------------------------------------
@@ -416,9 +430,14 @@ class WgpuServer(Server):
             if open_[2] is not entry.pipeline:
                 p.set_pipeline(entry.pipeline)
                 open_[2] = entry.pipeline
+            native = self._native if open_[4] is not None else None
             if guarded:
                 slot = self._guard_next
-                p.set_bind_group(0, group, [slot * self._guard_stride])
+                if native is not None:
+                    native.offset[0] = slot * self._guard_stride
+                    native.set_bind_group(open_[4], 0, group._internal, 1, native.offset)
+                else:
+                    p.set_bind_group(0, group, [slot * self._guard_stride])
                 open_[3] = None  # the next launch sets its own offset
                 self._guard_next = slot + 1
                 self.guard_slot = slot
@@ -427,8 +446,8 @@ class WgpuServer(Server):
                 open_[3] = group
             if indirect is not None:
                 p.dispatch_workgroups_indirect(*indirect)
-            elif self._dispatch_raw is not None and open_[4] is not None:
-                self._dispatch_raw(open_[4], count.x, count.y, count.z)
+            elif native is not None:
+                native.dispatch(open_[4], count.x, count.y, count.z)
             else:
                 p.dispatch_workgroups(count.x, count.y, count.z)
         except Exception as exc:
