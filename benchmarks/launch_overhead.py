@@ -6,12 +6,17 @@ does more work (argument checks, KernelId lookup, the hand-off to the device thr
 bind-group cache lookups) but batches dispatches that queue up into one command buffer, so a
 stream of launches can cost less than one submit each.
 
-    python benchmarks/launch_overhead.py [--launches 2000]
+The last section splits one cache-hit launch between the two threads: CPU µs (10th percentile
+of many chunks, so other processes on a shared machine disturb it little) and, exactly
+reproducible on any machine, the Python bytecodes and calls each thread executes per launch.
+
+    python benchmarks/launch_overhead.py [--launches 2000] [--split-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from typing import Any, Callable
 
@@ -27,11 +32,16 @@ from cubelab.prelude import f32
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--launches", type=int, default=2000)
+    ap.add_argument("--split-only", action="store_true",
+                    help="only the per-thread split of one launch")
     args = ap.parse_args()
     n = args.launches
     from tests.fixtures.kernels import saxpy
 
     client = Device.wgpu().client()
+    if args.split_only:
+        thread_split(client)
+        return
     x = client.create_from_slice(f32.as_bytes(np.arange(16, dtype=np.float32)))
     y = client.create_from_slice(f32.as_bytes(np.ones(16, dtype=np.float32)))
     xa, ya = BufferArg.from_raw_parts(x, 16), BufferArg.from_raw_parts(y, 16)
@@ -74,6 +84,8 @@ def main() -> None:
                  ["cubelab launch (batched on the device thread)", f"{c:.1f}", f"{c / r:.2f}"]]))
     print(f"\ntarget: ratio <= 1.0 -> {'met' if c / r <= 1.0 else 'NOT met'}")
     seed001_sections(client, raw, n)
+    print()
+    thread_split(client)
 
 
 # -- seed 001 sections: stream batching, graph replay, dry-run precompile ------------------------
@@ -228,6 +240,123 @@ def seed001_sections(client: Any, raw: RawWgpu, n: int) -> None:
                  ["cold real launch (compile + first dispatch), for comparison", f"{cold:.2f}"]]))
     print("\n(a driver that compiles lazily, like lavapipe, still pays its part at the first "
           "dispatch: the dry run buys cubelab's part and the pipeline object)")
+
+
+# -- where one cache-hit launch's Python runs: calling thread vs device thread --------------------
+
+
+def _split_cases(client: Any) -> list[tuple[str, Callable[[], None]]]:
+    from tests.fixtures.kernels import saxpy
+    from tests.fixtures.seed001_kernels import scale, scale_slow
+
+    x = client.create_from_slice(f32.as_bytes(np.arange(1024, dtype=np.float32)))
+    y = client.create_from_slice(f32.as_bytes(np.ones(1024, dtype=np.float32)))
+    xa16, ya16 = BufferArg.from_raw_parts(x, 16), BufferArg.from_raw_parts(y, 16)
+    xa, ya = BufferArg.from_raw_parts(x, 1024), BufferArg.from_raw_parts(y, 1024)
+    one, four, d4, d256 = (CubeCount.Static(1), CubeCount.Static(4), CubeDim.new_1d(4),
+                           CubeDim.new_1d(256))
+    s_launch = saxpy.launch[f32]
+    return [
+        ("saxpy(16), the same argument objects each launch",
+         lambda: s_launch(client, one, d4, 4, 2.0, xa16, ya16)),
+        ("saxpy(16), new BufferArgs each launch",
+         lambda: s_launch(client, one, d4, 4, 2.0, BufferArg.from_raw_parts(x, 16),
+                          BufferArg.from_raw_parts(y, 16))),
+        ("scale(1024) (no generics), same objects",
+         lambda: scale.launch(client, four, d256, xa, ya, 2.0)),
+        ("scale_slow(1024): a loop, so a guarded launch",
+         lambda: scale_slow.launch(client, four, d256, xa, ya, 2.0, 4)),
+    ]
+
+
+def thread_split(client: Any, chunk: int = 256, rounds: int = 40) -> None:
+    """Per launch: CPU µs and Python bytecodes / calls on each thread. The calling thread's
+    launches are captured instead of handed over (the runner's `submit` is swapped for a list
+    append, a benchmark-only shortcut), then run on the device thread by one `call`."""
+    runner = client.device.runner
+    rows = []
+    for label, launch in _split_cases(client):
+        for _ in range(3):
+            launch()
+        client.sync()
+        tasks: list[tuple[Any, tuple[Any, ...]]] = []
+        submit = runner.submit
+
+        def issue(count: dict[str, int] | None = None) -> float:
+            tasks.clear()
+            runner.submit = lambda fn, *a: tasks.append((fn, a))
+            try:
+                with _Counting(count):
+                    t0 = time.thread_time()
+                    for _ in range(chunk):
+                        launch()
+                    return time.thread_time() - t0
+            finally:
+                runner.submit = submit
+
+        def drain(count: dict[str, int] | None = None) -> float:
+            def go() -> float:
+                with _Counting(count):
+                    t0 = time.thread_time()
+                    for fn, a in tasks:
+                        fn(*a)
+                    return time.thread_time() - t0
+            return runner.call(go)  # type: ignore[no-any-return]
+
+        calls: list[float] = []
+        device: list[float] = []
+        for _ in range(rounds):
+            calls.append(issue())
+            device.append(drain())
+        client.sync()
+        cc: dict[str, int] = {}
+        dc: dict[str, int] = {}
+        issue(cc)
+        drain(dc)
+        client.sync()
+        calls.sort()
+        device.sort()
+
+        def us(v: list[float]) -> str:
+            return f"{v[len(v) // 10] / chunk * 1e6:.1f}"
+
+        def ops(c: dict[str, int]) -> str:
+            return f"{c['ops'] / chunk:.0f} / {c['calls'] / chunk:.0f}"
+
+        rows.append([label, us(calls), ops(cc), us(device), ops(dc)])
+    adapter = client.properties().adapter
+    print(table(f"one cache-hit launch, per thread — {adapter}",
+                ["launch", "calling µs", "calling bytecodes / calls", "device µs",
+                 "device bytecodes / calls"], rows))
+    print("\n(µs: thread CPU time, 10th percentile of 40 chunks of 256 launches; the device "
+          "thread's figure includes its share of the flushes. Bytecodes and Python calls are "
+          "counted by a tracer and do not depend on the machine.)")
+
+
+class _Counting:
+    """Counts the bytecodes and Python calls executed on this thread inside the block."""
+
+    def __init__(self, into: dict[str, int] | None) -> None:
+        self.into = into
+
+    def _trace(self, frame: Any, event: str, arg: Any) -> Any:
+        frame.f_trace_opcodes = True
+        into = self.into
+        assert into is not None
+        if event == "call":
+            into["calls"] += 1
+        elif event == "opcode":
+            into["ops"] += 1
+        return self._trace
+
+    def __enter__(self) -> None:
+        if self.into is not None:
+            self.into.update(ops=0, calls=0)
+            sys.settrace(self._trace)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.into is not None:
+            sys.settrace(None)
 
 
 if __name__ == "__main__":

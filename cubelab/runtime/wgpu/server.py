@@ -2,12 +2,15 @@
 stream flush.
 
 Costs that shape this file (measured on lavapipe, see shared notes): `create_bind_group` ≈ 30 µs,
-so bind groups are cached by (pipeline, buffers, info bytes); one submit per launch costs ≈ 60 µs
+so bind groups are cached by (pipeline, buffers, info values) — and a loop of identical launches
+finds its group on its `PreparedLaunch` without building that key; one submit per launch costs ≈ 60 µs
 while a dispatch inside an open pass costs ≈ 16 µs, so each stream keeps one open command encoder
 and compute pass, dispatches are encoded into it as they arrive, and a flush of the stream (idle,
 read, sync, `max_tasks`, a shared buffer, a replay) ends the pass and submits the whole thing as
 one command buffer. WebGPU orders dispatches of one pass, so batching never reorders, and the
 shared queue orders the streams' command buffers in the order the scheduler flushes them.
+The two calls every launch makes into an open pass (the dispatch, a guarded launch's bind with
+its offset) go to wgpu-native directly (`_NativePass`: why that is safe, and what it saves).
 
 `CubeCount.Dynamic` dispatches indirectly (`dispatch_workgroups_indirect`, no read-back): every
 buffer is created with INDIRECT usage besides STORAGE | COPY_SRC | COPY_DST, so any kernel's
