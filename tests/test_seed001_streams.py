@@ -154,6 +154,42 @@ def test_a_large_launch_is_submitted_before_launch_returns(wgpu_client):
     assert read(client, small)[0] == 1.0 and read(client, big)[0] == 2.0
 
 
+def test_a_refused_submission_fails_every_launch_in_it_the_one_that_filled_the_queue_included(
+        client, monkeypatch):
+    # The launch whose registration reaches max_tasks flushes the queue from inside its own
+    # scope; when the driver refuses that submission, its buffers must carry the refusal like
+    # the others' — its normal end used to release them, so `y` read as valid.
+    from cubelab import BufferFailure, DeviceError
+
+    ys = [floats(client, np.zeros(8)) for _ in range(3)]
+    inc.launch(client, *ONE, arg(ys[0]))  # compiled (and its first dispatch submitted) before
+    client.sync()
+    scheduler = client.device.server.scheduler
+    submit = scheduler._submit
+
+    def refused(stream: int) -> None:  # the work goes out; the driver says no
+        submit(stream)
+        raise DeviceError("the driver refused this submission")
+
+    old = client.max_tasks
+    client.set_max_tasks(3)
+    gate = threading.Event()
+    monkeypatch.setattr(scheduler, "_submit", refused)
+    try:
+        client.device.runner.submit(gate.wait)  # the three launches queue up behind this
+        for y in ys:
+            inc.launch(client, *ONE, arg(y))
+        gate.set()
+        client.device.runner.call(lambda: None)  # they ran: the third one flushed
+    finally:
+        gate.set()
+        monkeypatch.undo()
+        client.set_max_tasks(old)
+    for y in ys:
+        with pytest.raises(BufferFailure, match="refused this submission"):
+            client.read_one(y)
+
+
 def test_a_read_flushes_the_stream_it_depends_on(client):
     x, out = floats(client, np.arange(8)), floats(client, np.zeros(8))
     gate = threading.Event()

@@ -123,9 +123,19 @@ class FailureLedger:
             else:
                 self._entries[h.id] = old
 
-    def clear(self, written: list[tuple["Handle", str]]) -> None:
+    def release(self, written: list[tuple["Handle", str]]) -> list[int]:
+        """Drop the claims `written` still carries; returns the ids of those that carry a
+        failure instead — recorded while the launch ran (a submission the driver refused, with
+        this launch in it), which its normal end must not wipe."""
+        entries = self._entries
+        failed: list[int] = []
         for h, _ in written:
-            self._entries.pop(h.id, None)
+            found = entries.get(h.id)
+            if found is None or found[0] is _CLAIMED:
+                entries.pop(h.id, None)
+            else:
+                failed.append(h.id)
+        return failed
 
     def forget(self, handle: "Handle") -> None:
         self._entries.pop(handle.id, None)
@@ -270,15 +280,19 @@ class ExecuteScope:
         if isinstance(result, BaseException):
             fail_buffers(self.ledger, self.bus, self.launch, self.written, result)
             return False
-        self.ledger.clear(self.written)
-        if self.written and self.bus.active:
+        written = self.written
+        failed = self.ledger.release(written)
+        if failed:  # the failure recorded meanwhile stands: only the others were released
+            written = [(h, n) for h, n in written if h.id not in failed]
+        if written and self.bus.active:
             if self.bus.wants(ev.BufferReleased):
-                self.bus.publish(ev.BufferReleased(self.launch.kernel, _ids(self.written),
+                self.bus.publish(ev.BufferReleased(self.launch.kernel, _ids(written),
                                                    self.launch.launch_seq))
             before = self._before
             if before is not None:  # something carried a failure before the claim
                 repaired = tuple(h.id for (h, _), old in zip(self.written, before)
-                                 if old is not None and not old[0].provisional)
+                                 if old is not None and not old[0].provisional
+                                 and h.id not in failed)
                 if repaired:
                     self.bus.publish(ev.BufferRepaired(self.launch.kernel, repaired,
                                                        self.launch.launch_seq))
