@@ -38,7 +38,7 @@ default: nothing to send), `write_bytes(handle, data)`,
 `resolve_dynamic_count(handle)` (default: drain and read the 12 bytes on the host; return None
 to dispatch indirectly instead), `take_async_errors()` (errors the driver reported on the side).
 
-Size: ~680 lines, over the project's ~600, on purpose: it is the seed's second hop written once
+Size: ~735 lines, over the project's ~600, on purpose: it is the seed's second hop written once
 for every backend, and its steps share one lock-free device-thread state (cache, ledger, streams,
 pool); split, each half would reach into the other's state.
 """
