@@ -112,3 +112,27 @@ def test_repeating_a_launch_keeps_no_dropped_buffer_alive(client):
         del y, ya  # the launcher's memo holds the argument weakly: this was the last reference
         client.sync()
     assert [e.handle_id for e in rec.of(ev.MemoryReleased) if e.handle_id == yid] == [yid]
+
+
+def test_wgpu_launches_give_the_same_results_through_wgpu_pys_own_pass_methods(wgpu_client):
+    # The server calls wgpu-native's dispatch and offset bind directly (`_NativePass`) and falls
+    # back to wgpu-py's public pass methods where those internals are absent: both must work.
+    from tests.fixtures.seed001_kernels import scale_slow
+
+    client = wgpu_client
+    server = client.device.server
+    native = server._native
+    assert native is not None  # wgpu-py 0.32, as pinned: the direct calls are what normally run
+    x, a, b = (floats(client, np.arange(8)), floats(client, np.zeros(8)),
+               floats(client, np.zeros(8)))
+    xa, aa, ba = (BufferArg.from_raw_parts(h, 8) for h in (x, a, b))
+    try:
+        for which in (None, native):
+            client.device.runner.call(setattr, server, "_native", which)
+            out, outa = (a, aa) if which is None else (b, ba)
+            for _ in range(3):
+                scale.launch(client, *ONE, xa, outa, 2.0)  # unguarded: a dispatch
+                scale_slow.launch(client, *ONE, xa, outa, 2.0, 64)  # guarded: an offset bind
+            np.testing.assert_array_equal(read(client, out), np.arange(8) * 2.0)
+    finally:
+        client.device.runner.call(setattr, server, "_native", native)
