@@ -170,3 +170,15 @@ def test_a_product_of_broadcast_shared_reads_is_ieee_down_to_the_sign_of_zero(cl
     want = (t[:, :, 3][:, :, None] * t[:, 5, :][:, None, :]).ravel()
     got = f32.from_bytes(client.read_one(out))
     np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_a_local_only_one_branch_names_is_not_merged_back_and_others_are():
+    from cubelab.inspect import instance
+    from cubelab.runtime.cpu.analysis import branch_private_vars
+
+    definition = instance(zoo.stencil3, cube_dim=CubeDim.new_1d(256), comptime=(256,)).define()
+    ifs = [op for op in definition.body.ops if op.name == "scf.if"]
+    private = [branch_private_vars(definition).get(id(op.regions[0])) for op in ifs]
+    # `v` is set before its `if i < n` and read after it; `left` and `right` live in one edge
+    # branch each (read there, never after); the last branch names no local
+    assert [len(p or ()) for p in private] == [0, 1, 1, 0]

@@ -407,6 +407,35 @@ def last_uses(block: Block, kept: set[int], uses: dict[int, int]) -> dict[int, t
     return {i: tuple(vs) for i, vs in out.items()}
 
 
+def branch_private_vars(definition: KernelDefinition) -> dict[int, frozenset[int]]:
+    """id(region) of each `scf.if` branch outside every loop -> the locals (`var.declare`) that
+    only that branch names: a compacted run of it need not merge what it wrote to them back into
+    the chunk's lanes (`compaction.run_compacted`), since nothing after it reads them and it
+    never runs again in this launch (`left` and `right` of a stencil's edge branches)."""
+    total: dict[int, int] = {}
+    for op in definition.walk():
+        for o in op.operands:
+            total[o.id] = total.get(o.id, 0) + 1
+    declared = {op.results[0].id for op in definition.walk() if op.name == "var.declare"}
+    out: dict[int, frozenset[int]] = {}
+
+    def visit(block: Block, in_loop: bool) -> None:
+        for op in block.ops:
+            loop = in_loop or op.name in ("scf.for", "scf.while")
+            for reg in op.regions:
+                if op.name == "scf.if" and not in_loop:
+                    inside: dict[int, int] = {}
+                    for inner in reg.walk():
+                        for o in inner.operands:
+                            if o.id in declared:
+                                inside[o.id] = inside.get(o.id, 0) + 1
+                    out[id(reg)] = frozenset(v for v, n in inside.items() if n == total[v])
+                visit(reg, loop)
+
+    visit(definition.body, False)
+    return out
+
+
 # -- compaction ---------------------------------------------------------------------------------
 def free_ids(blocks: list[Block], hoisted: set[int] | frozenset[int] = frozenset()) -> list[int]:
     """Ids used inside `blocks` but defined outside them (what a compacted branch must see);

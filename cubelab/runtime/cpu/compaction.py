@@ -37,13 +37,15 @@ def _compact(a: Any, sel: np.ndarray, n: int) -> Any:
 
 def run_compacted(ctx: Ctx, m: np.ndarray, free: list[int],
                   body: Callable[[Ctx, Any], None], sel: np.ndarray | None = None,
-                  static: dict[Any, Any] | None = None, per_cube: int = 0) -> None:
+                  static: dict[Any, Any] | None = None, per_cube: int = 0,
+                  private: frozenset[int] = frozenset()) -> None:
     """Run `body` on the lanes of `m` only: compact what it reads, run, merge what it wrote to
     the locals back (everything else it writes goes to memory, which is shared).
 
     `sel`/`static`/`per_cube`: the selection of a memoized (unit-only) mask, the arrays its
     compacted contexts share across chunks (a memoized value read by the body is compacted once
-    there) and how many units of each cube it keeps (the same ones in every cube)."""
+    there) and how many units of each cube it keeps (the same ones in every cube). `private`:
+    locals nothing reads after the body (`analysis.branch_private_vars`), not merged back."""
     global compacted_runs
     compacted_runs += 1
     if sel is None:
@@ -71,7 +73,8 @@ def run_compacted(ctx: Ctx, m: np.ndarray, free: list[int],
                 v = _compact(v, sel, n)
         elif isinstance(v, LocalSlot):
             proxy = LocalSlot(v.name, _compact(v.arr, sel, n))
-            slots.append((v, proxy, proxy.arr))
+            if i not in private:
+                slots.append((v, proxy, proxy.arr))
             v = proxy
         elif isinstance(v, Ptr):
             if v.start is not None:
@@ -93,8 +96,10 @@ def run_compacted(ctx: Ctx, m: np.ndarray, free: list[int],
             slot.arr = merged
 
 
-def branch(ctx: Ctx, m: Any, body: Callable[[Ctx, Any], None], free: list[int]) -> None:
-    """Run `body` under mask `m`, compacted to the active lanes when they are few."""
+def branch(ctx: Ctx, m: Any, body: Callable[[Ctx, Any], None], free: list[int],
+           private: frozenset[int] = frozenset()) -> None:
+    """Run `body` under mask `m`, compacted to the active lanes when they are few (`private`:
+    see `run_compacted`)."""
     if m is not None and ctx.n >= COMPACT_MIN_LANES:
         static = ctx._static
         if ctx.per_cube and id(m) in static.get("memo_ids", ()):
@@ -108,12 +113,12 @@ def branch(ctx: Ctx, m: Any, body: Callable[[Ctx, Any], None], free: list[int]) 
                 found = static[key] = (len(sel), sel, {})
             k, sel, sub_static = found
             if k * min(COMPACT_RATIO, UNIT_COMPACT_RATIO) <= ctx.n:
-                run_compacted(ctx, m, free, body, sel, sub_static, k // ctx.ncubes)
+                run_compacted(ctx, m, free, body, sel, sub_static, k // ctx.ncubes, private)
                 return
             body(ctx, m)
             return
         k = int(np.count_nonzero(m))
         if k * COMPACT_RATIO <= ctx.n:
-            run_compacted(ctx, m, free, body)
+            run_compacted(ctx, m, free, body, private=private)
             return
     body(ctx, m)

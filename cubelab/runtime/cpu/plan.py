@@ -148,6 +148,7 @@ class Plan:
                 self._uses[o.id] = self._uses.get(o.id, 0) + 1
         self._kept = self.uniform_ids | self.hoisted_ids | set(self.lane_min.values()) | {
             raw for raw, clamped in self.raw_index.values() if clamped}
+        self.private_vars = analysis.branch_private_vars(definition)
         self.body = self.block(definition.body, 0)
 
     def _uniform_values(self, launch: LaunchState) -> list[tuple[int, Any]]:

@@ -35,6 +35,9 @@ def _b_if(plan: Plan, op: Op, depth: int) -> Step:
     orelse = plan.block(op.regions[1], depth + 1) if has_else else None
     free_then = free_ids([op.regions[0]], plan.hoisted_ids)
     free_else = free_ids([op.regions[1]], plan.hoisted_ids) if has_else else []
+    private_then = plan.private_vars.get(id(op.regions[0]), frozenset())
+    private_else = plan.private_vars.get(id(op.regions[1]), frozenset()) if has_else \
+        else frozenset()
     traced = plan.traced
 
     def step(ctx: Ctx, mask: Any) -> None:
@@ -43,11 +46,11 @@ def _b_if(plan: Plan, op: Op, depth: int) -> Step:
             ctx.launch.tracer.record(op, depth, ctx, mask, cond, True)
         m = m_and(mask, cond)
         if m is not DEAD:
-            branch(ctx, m, then, free_then)
+            branch(ctx, m, then, free_then, private_then)
         if orelse is not None:
             m = m_and(mask, np.logical_not(cond))
             if m is not DEAD:
-                branch(ctx, m, orelse, free_else)
+                branch(ctx, m, orelse, free_else, private_else)
 
     return step
 
