@@ -61,11 +61,11 @@ def test_a_new_scalar_value_in_a_loop_is_used_not_the_repeated_one(client):
         np.testing.assert_array_equal(read(client, out), np.full(8, a))
 
 
-def test_minus_zero_after_zero_reaches_the_kernel_with_its_sign(wgpu_client):
+def test_minus_zero_after_zero_reaches_the_kernel_with_its_sign(client):
     # 0.0 == -0.0 (and they hash alike) in Python, yet the kernel sees the sign bit: neither the
-    # repeat shortcut (it keys on the argument objects) nor the bind-group cache (it keys on an
-    # f32's bits) may take one for the other.
-    client = wgpu_client
+    # repeat shortcut (it keys on the argument objects) nor the caches keyed on the scalars (wgpu's
+    # bind groups, the CPU runtime's uniform values: `Bindings.scalar_key`, an f32's bits) may
+    # take one for the other.
     x, out = floats(client, np.ones(8)), floats(client, np.zeros(8))
     xa, oa = BufferArg.from_raw_parts(x, 8), BufferArg.from_raw_parts(out, 8)
     zero, minus_zero = 0.0, -0.0

@@ -7,6 +7,7 @@ or other data reuses the pipeline. `Bindings` also walks the seed's write-set fa
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
@@ -108,6 +109,13 @@ class Bindings:
     # arguments are the same objects (`frontend/launch.py`), so a loop of identical launches
     # derives it once. Never compared: two launches' bindings are never "the same" by value.
     prepared: Any = field(default=None, compare=False, repr=False)
+
+    def scalar_key(self) -> tuple[Any, ...]:
+        """The scalars as a cache key (the wgpu bind groups', the CPU runtime's uniform values):
+        f32 values by their bits, because 0.0 == -0.0 (and they hash alike) while the kernel sees
+        the sign, and NaN != NaN would never find its own entry."""
+        return tuple([(k, *v) if k != "f32" else (k, struct.pack(f"<{len(v)}f", *v))
+                      for k, v in self.scalars.items()])
 
     def lengths(self) -> list[int]:
         return [b.items for b in self.buffers]

@@ -63,6 +63,7 @@ class LaunchState:
     definition: KernelDefinition | None = None
     max_iterations: int = MAX_LOOP_ITERATIONS  # per loop execution, then KernelRuntimeError
     recorder: Any = None  # an instrumented plan's `instruments.Recorder`
+    scalar_key: tuple[Any, ...] = ()  # `Bindings.scalar_key()`: the scalars as a cache key
 
 
 class Ctx:

@@ -153,7 +153,7 @@ class Plan:
 
     def _uniform_values(self, launch: LaunchState) -> list[tuple[int, Any]]:
         key = (launch.count, launch.plane_size, tuple(m.length for m in launch.mems),
-               tuple((k, tuple(v)) for k, v in launch.scalars.items()),
+               launch.scalar_key,
                tuple((m.shape, m.strides) for m in launch.mems if m.shape))
         found = self._uniform_cache.get(key)
         if found is not None:

@@ -348,7 +348,8 @@ class CpuServer(Server):
         launch = LaunchState(definition.name, grid, definition.cube_dim, mems, bindings.scalars,
                              oob=mode, plane_size=self.plane_size, launch_seq=self._seq,
                              tracer=tracer, definition=definition,
-                             max_iterations=self.max_loop_iterations, recorder=recorder)
+                             max_iterations=self.max_loop_iterations, recorder=recorder,
+                             scalar_key=bindings.scalar_key())
         try:
             plan.run(launch)
         finally:

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import logging
 import re
-import struct
 import threading
 from typing import Any
 
@@ -92,12 +91,6 @@ def native_pass() -> _NativePass | None:
         return _NativePass(ffi, lib)
     except (ImportError, AttributeError):
         return None
-
-
-def _f32_bits(values: list[float]) -> bytes:
-    """f32 scalars as a cache key: by their bits, because 0.0 == -0.0 (and hash alike) while the
-    kernel sees the sign, and NaN != NaN would never find its own cached group."""
-    return struct.pack(f"<{len(values)}f", *values)
 
 
 def _pad4(n: int) -> int:
@@ -345,8 +338,7 @@ class WgpuServer(Server):
         buffers = bindings.buffers
         key = (entry.kernel_id, tuple([(b.handle.id, b.items, b.shape, b.strides)
                                        for b in buffers]),
-               tuple([(k, *v) if k != "f32" else (k, _f32_bits(v))
-                      for k, v in bindings.scalars.items()]))
+               bindings.scalar_key())
         group = self._groups.get(key)
         if group is not None:
             return group
