@@ -18,7 +18,10 @@ PROBE = ("import os; from cubelab import Device; print(Device.wgpu().client().na
 
 def _env(xdg: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
-    env["PYTHONPATH"] = str(ROOT)
+    # cubelab from this checkout, and whatever else the suite's own path holds (the GPU check
+    # puts the wgpu wheels on PYTHONPATH)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get(
+        "PYTHONPATH", "").split(os.pathsep) if p])
     if xdg is not None:
         env["XDG_RUNTIME_DIR"] = xdg
     return env
