@@ -217,3 +217,25 @@ def test_calling_a_kernel_or_a_helper_like_a_function_says_what_each_is_for():
     with pytest.raises(TypeError) as info:  # still a TypeError, for code that catches one
         twice(1)
     assert "@cube helper" in str(info.value) and ".launch" not in str(info.value)
+
+
+def test_a_kernel_typed_at_the_plain_python_prompt_is_told_where_to_define_it():
+    # The plain prompt and `python -c` keep no source, and a kernel is expanded from its source:
+    # this was a bare OSError ("could not get source code") from inside cubelab.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("from cubelab.prelude import *\n"
+            "@cube(launch=True)\n"
+            "def fill(out: SliceMut[u32]):\n"
+            "    out[0] = u32(1)\n")
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=root)
+    assert out.returncode == 1
+    last = out.stderr.strip().splitlines()
+    assert "KernelSourceError: in kernel `fill` at <string>:2" in out.stderr, out.stderr
+    assert "cannot read this function's source" in out.stderr
+    assert last[-1].strip().startswith("hint: define it in a .py file, a notebook cell")
+    assert "OSError" not in out.stderr

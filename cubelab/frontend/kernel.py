@@ -85,7 +85,17 @@ class CubeFunction:
         self.is_kernel = launch or launch_unchecked
         self.file = inspect.getsourcefile(fn) or fn.__code__.co_filename
         self.first_line = fn.__code__.co_firstlineno
-        src_lines, start = inspect.getsourcelines(fn)
+        try:
+            src_lines, start = inspect.getsourcelines(fn)
+        except OSError:
+            # The plain Python prompt and `python -c` keep no source; cubelab expands the
+            # kernel's source (as #[cube] expands its tokens), so it cannot go on.
+            raise KernelSourceError(
+                fn.__name__, self.file, self.first_line, 0,
+                "cubelab cannot read this function's source (the plain Python prompt and "
+                "`python -c` keep none), and a kernel is built from its source",
+                "define it in a .py file, a notebook cell or a `%%cube` cell (IPython's "
+                "prompt keeps the source too)", source_line="") from None
         self.source = "".join(src_lines)
         self.first_line = start
         file_lines = linecache.getlines(self.file)
