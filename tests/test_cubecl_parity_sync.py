@@ -13,6 +13,7 @@ import numpy as np
 from cubelab import CubeCount, CubeDim
 from cubelab.prelude import *  # noqa: F403
 from tests.parity import empty, read
+from tests.test_language_uniform_load import uniform_count  # synchronization.rs's kernel
 
 F = Float.generic("F")
 N = Size.generic("N")
@@ -72,21 +73,9 @@ def test_a_shared_value_written_by_one_unit_is_seen_by_all_after_sync_cube(clien
     assert read(client, out).tolist() == [1.0] * 64
 
 
-@cube(launch=True)
-def uniform_load(out: SliceMut[u32]):
-    count = SharedMemory[u32](1)
-    if UNIT_POS == 0:
-        count[0] = u32(3)
-    sync_cube()
-    n = workgroup_uniform_load(count[0])
-    if n > 0:
-        sync_cube()
-    out[UNIT_POS] = n
-
-
 def test_workgroup_uniform_load_gives_every_unit_the_value_a_barrier_may_depend_on(client):
     out = empty(client, 64, np.uint32)
-    uniform_load.launch(client, ONE, CubeDim.new_2d(32, 2), out)
+    uniform_count.launch(client, ONE, CubeDim.new_2d(32, 2), out)
     assert read(client, out, np.uint32).tolist() == [3] * 64
 
 

@@ -40,7 +40,7 @@ Traps:
 - fresh names (info pointer, builtin parameters, vector components) take ids after the kernel's
   largest, so they never collide with IR values.
 
-Size: ~670 lines, over the project's ~600, on purpose: one `_Emitter` with one `op_*` method per
+Size: ~740 lines, over the project's ~600, on purpose: one `_Emitter` with one `op_*` method per
 IR op, all built on the same per-component vector machinery (`component`, `value`,
 `elementwise`) and scope-local name caches; splitting the op methods from that machinery would
 put one target's text in two files that cannot be read apart.
