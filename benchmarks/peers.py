@@ -16,7 +16,8 @@ GPU, interleaved in rounds (best of `--rounds`) so every peer sees the same mome
 
 A peer that is not installed is listed as "not available" (on the project's CPU-only machines
 only cubelab and raw wgpu-py through lavapipe run; `--floats` then defaults to 4 M). Warp's
-wheel is ~150 MB, more than the GPU machine's carry limit, so it is usually absent there.
+wheel is ~150 MB, more than the device tool's 64 MiB carry: split it into pieces, carry one per
+command to a machine held warm, join them into `.whl/` (benchmarks/README.md, H200 15:08).
 
     python benchmarks/peers.py [--launches 5000] [--floats 64M] [--rounds 5]
 """
