@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -132,18 +133,30 @@ class Lab:
             time.sleep(0.5)
         pytest.fail(f"the lab printed no URL (exit {self.proc.poll()}):\n{self.output()}")
 
+    def _open(self, req: urllib.request.Request | str) -> tuple[int, bytes]:
+        # Under heavy load the first request once found the port refusing connections just after
+        # the URL was printed; a refusal is retried for a while (the lab must still answer).
+        end = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(req, timeout=120) as r:  # noqa: S310 - our own server
+                    return r.status, r.read()
+            except urllib.error.URLError as exc:
+                refused = isinstance(exc.reason, ConnectionRefusedError)
+                if not refused or time.monotonic() > end or self.proc.poll() is not None:
+                    raise
+                time.sleep(0.5)
+
     def get(self, path: str, token: str) -> tuple[int, str]:
         sep = "&" if "?" in path else "?"
-        url = f"http://127.0.0.1:{self.port}{path}{sep}token={token}"
-        with urllib.request.urlopen(url, timeout=120) as r:  # noqa: S310 - our own server
-            return r.status, r.read().decode()
+        status, body = self._open(f"http://127.0.0.1:{self.port}{path}{sep}token={token}")
+        return status, body.decode()
 
     def post(self, path: str, token: str, body: dict) -> dict:
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}?token={token}",
                                      data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=120) as r:  # noqa: S310 - our own server
-            return json.loads(r.read())  # type: ignore[no-any-return]
+        return json.loads(self._open(req)[1])  # type: ignore[no-any-return]
 
     def stop(self) -> None:
         if self.proc.poll() is None:
