@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from typing import Any, Callable
 
@@ -270,50 +271,52 @@ def _split_cases(client: Any) -> list[tuple[str, Callable[[], None]]]:
 
 
 def thread_split(client: Any, chunk: int = 256, rounds: int = 40) -> None:
-    """Per launch: CPU µs and Python bytecodes / calls on each thread. The calling thread's
-    launches are captured instead of handed over (the runner's `submit` is swapped for a list
-    append, a benchmark-only shortcut), then run on the device thread by one `call`."""
+    """Per launch: CPU µs and Python bytecodes / calls on each thread. The device thread is
+    held (a task waiting on an Event) while the calling thread issues a chunk of launches, so
+    the two threads' costs are measured apart — the calling thread's with the real hand-off
+    (`SimpleQueue.put`) — and then the device thread runs the chunk as it would any queue:
+    through the runner's loop, which gathers back-to-back identical launches into runs
+    (`runtime/runner.py`). Its figure includes its share of the flushes (max_tasks)."""
     runner = client.device.runner
     rows = []
     for label, launch in _split_cases(client):
         for _ in range(3):
             launch()
         client.sync()
-        tasks: list[tuple[Any, tuple[Any, ...]]] = []
-        submit = runner.submit
 
-        def issue(count: dict[str, int] | None = None) -> float:
-            tasks.clear()
-            runner.submit = lambda fn, *a: tasks.append((fn, a))
-            try:
-                with _Counting(count):
-                    t0 = time.thread_time()
-                    for _ in range(chunk):
-                        launch()
-                    return time.thread_time() - t0
-            finally:
-                runner.submit = submit
+        def one_chunk(cc: dict[str, int] | None = None,
+                      dc: dict[str, int] | None = None) -> tuple[float, float]:
+            gate, times = threading.Event(), [0.0, 0.0]
 
-        def drain(count: dict[str, int] | None = None) -> float:
-            def go() -> float:
-                with _Counting(count):
-                    t0 = time.thread_time()
-                    for fn, a in tasks:
-                        fn(*a)
-                    return time.thread_time() - t0
-            return runner.call(go)  # type: ignore[no-any-return]
+            def held() -> None:  # on the device thread: wait, then start its clock (and tracer)
+                gate.wait()
+                _Counting.start_on_caller(dc)
+                times[0] = time.thread_time()
+
+            def done() -> None:
+                times[1] = time.thread_time()
+                _Counting.stop_on_caller(dc)
+
+            runner.submit(held)
+            with _Counting(cc):
+                t0 = time.thread_time()
+                for _ in range(chunk):
+                    launch()
+                calling = time.thread_time() - t0
+            gate.set()
+            runner.call(done)
+            client.sync()
+            return calling, times[1] - times[0]
 
         calls: list[float] = []
         device: list[float] = []
         for _ in range(rounds):
-            calls.append(issue())
-            device.append(drain())
-        client.sync()
+            c, d = one_chunk()
+            calls.append(c)
+            device.append(d)
         cc: dict[str, int] = {}
         dc: dict[str, int] = {}
-        issue(cc)
-        drain(dc)
-        client.sync()
+        one_chunk(cc, dc)
         calls.sort()
         device.sort()
 
@@ -357,6 +360,37 @@ class _Counting:
     def __exit__(self, *exc: object) -> None:
         if self.into is not None:
             sys.settrace(None)
+
+    # The device thread's count starts inside a task and must include the runner's own loop,
+    # a frame already running there: its tracer is set by hand (the runner's `_loop` is the
+    # caller of the task's caller... found by name, so the count never misses it).
+    _active: "dict[int, _Counting]" = {}
+
+    @staticmethod
+    def start_on_caller(into: dict[str, int] | None) -> None:
+        if into is None:
+            return
+        counting = _Counting(into)
+        counting.__enter__()
+        f = sys._getframe(1)
+        while f is not None and f.f_code.co_name != "_loop":
+            f = f.f_back
+        if f is not None:
+            f.f_trace_opcodes = True
+            f.f_trace = counting._trace
+        _Counting._active[threading.get_ident()] = counting
+
+    @staticmethod
+    def stop_on_caller(into: dict[str, int] | None) -> None:
+        if into is None:
+            return
+        counting = _Counting._active.pop(threading.get_ident())
+        counting.__exit__()
+        f = sys._getframe(1)
+        while f is not None and f.f_code.co_name != "_loop":
+            f = f.f_back
+        if f is not None:
+            f.f_trace = None
 
 
 if __name__ == "__main__":

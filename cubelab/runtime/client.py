@@ -94,6 +94,8 @@ class Client:
         self._pin = threading.local()  # set_stream: per thread, since one Client serves all
         # what a handle's __del__ / free calls: post "release #id" on the device's queue
         self._post_release = functools.partial(self._runner.submit, self._server.release)
+        # the one `launch` object the runner recognises when it gathers runs (runner.py)
+        self._server_launch = self._runner.launch or self._server.launch
 
     # -- identity -----------------------------------------------------------------------------
     def name(self) -> str:
@@ -318,7 +320,7 @@ class Client:
             self._runner.call(self._server.launch, kernel, count, bindings, seq, True, mode,
                               stream)
         else:
-            self._runner.submit(self._server.launch, kernel, count, bindings, seq, False, mode,
+            self._runner.submit(self._server_launch, kernel, count, bindings, seq, False, mode,
                                 stream)
             # Gate 5: a large launch is on the GPU before this thread queues the next one.
             if size >= LARGE_LAUNCH_BYTES and self._server.defers_release:

@@ -71,6 +71,8 @@ class Device:
                              before_call=self._before_call)
         factory = _server_factories[kind]
         self.server = self.runner.call(factory, self.bus)
+        # back-to-back identical launches reach the server as one run (runner.py)
+        self.runner.gather_runs(self.server.launch, self.server.launch_run)
         self._client: Any = None
 
     def set_debug_log(self, dest: str | None, target: str = "wgsl") -> None:

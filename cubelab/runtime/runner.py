@@ -9,6 +9,17 @@ A dropped handle's `__del__` posts its release here too (`SimpleQueue.put` is sa
 `__del__`, on any thread), so it is handled after every task that was queued while the handle
 was alive — the launches that still use it included.
 
+Runs of one launch: a Python loop that launches the same kernel with the same arguments queues
+the same task over and over (the server's `launch`, with the same kernel, `Bindings` and count
+objects, mode and stream — only the launch number differs). When the runner takes such a launch
+it also takes every identical launch queued right behind it (up to `RUN_LIMIT`) and hands them
+to the server's `launch_run` as one run, which encodes the repeats in a tight loop
+(`Server.launch_run` says when, and why nobody can tell the difference). Only *adjacent* items
+are merged, so the order of everything on the queue is the order it was submitted in: a
+release, a host write, a sync or another thread's launch between two launches ends the run.
+The calling thread is not involved: it submits each launch as before, so nothing it does needs
+a lock.
+
 When the queue runs dry the runner calls `on_idle` (the wgpu server submits its batched
 dispatches there), so the GPU never waits for work that is already encoded. Before each
 synchronous `call` it runs `before_call` (the server publishes its tallied cache hits there, so a
@@ -22,6 +33,10 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable
 
+# The most launches gathered into one run before it is encoded: gathering costs ~0.3 µs a
+# launch, and the device should not wait for a loop that keeps launching to stop.
+RUN_LIMIT = 256
+
 
 class Runner:
     def __init__(self, name: str, on_idle: Callable[[], None] | None = None,
@@ -30,12 +45,21 @@ class Runner:
         self._q = queue.SimpleQueue()
         self._on_idle = on_idle
         self._before_call = before_call  # runs on the device thread before each `call`
+        # the server's `launch` (the very object clients submit) and `launch_run`: see above
+        self.launch: Callable[..., Any] | None = None
+        self._launch_run: Callable[..., Any] | None = None
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._thread.start()
 
     @property
     def thread(self) -> threading.Thread:
         return self._thread
+
+    def gather_runs(self, launch: Callable[..., Any], launch_run: Callable[..., Any]) -> None:
+        """Gather back-to-back identical `launch` tasks into `launch_run` calls (see above).
+        `launch` is the object clients must submit (`runner.launch`), compared by identity."""
+        self._launch_run = launch_run
+        self.launch = launch
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> None:
         """Fire and forget: `fn(*args)` runs on the device thread, in submission order."""
@@ -55,11 +79,31 @@ class Runner:
 
     def _loop(self) -> None:
         q = self._q
+        get, get_nowait, empty = q.get, q.get_nowait, queue.Empty
+        held: Any = None  # an item taken while gathering a run, that ended it: it runs next
         while True:
-            fn, args, fut = q.get()
+            if held is None:
+                fn, args, fut = get()
+            else:
+                (fn, args, fut), held = held, None
             if fut is None:
+                seqs = None
+                # a launch (kernel, count, bindings, seq, profile, mode, stream), not profiled,
+                # with the very same launch right behind it: gather the run
+                if fn is self.launch and not args[4]:
+                    try:
+                        held = get_nowait()
+                    except empty:
+                        pass
+                    else:
+                        if held[0] is fn and held[1][2] is args[2]:
+                            seqs, held = _gather(args, held, get_nowait)
                 try:
-                    fn(*args)
+                    if seqs is None:
+                        fn(*args)
+                    else:
+                        self._launch_run(args[0], args[1], args[2], seqs,  # type: ignore[misc]
+                                         args[5], args[6])
                 except BaseException:  # noqa: BLE001 - the server records failures itself
                     pass
             else:
@@ -76,8 +120,37 @@ class Runner:
             # last reference to a handle, whose release must be queued behind this task — not
             # behind whatever call comes next (`memory_usage()` would miss it).
             fn = args = fut = None  # type: ignore[assignment]
-            if self._on_idle is not None and q.empty():
+            if self._on_idle is not None and held is None and q.empty():
                 try:
                     self._on_idle()
                 except BaseException:  # noqa: BLE001
                     pass
+
+
+def _gather(first: tuple[Any, ...], nxt: Any,
+            get_nowait: Callable[[], Any]) -> tuple[list[int] | None, Any]:
+    """The launch numbers of the run that starts with launch `first` and goes on while the
+    queued items (`nxt`, then what `get_nowait` takes) are the same launch; and the item that
+    ended it (None if the queue ran dry or the run reached RUN_LIMIT)."""
+    kernel, count, bindings, seq, _, mode, stream = first
+    fn = nxt[0]
+    seqs = [seq]
+    while True:
+        a = nxt[1]
+        if (nxt[0] is not fn or a[2] is not bindings or a[0] is not kernel
+                or a[5] is not mode or a[6] != stream or a[4]
+                or (a[1] is not count and not _same_static(a[1], count))):
+            return (seqs if len(seqs) > 1 else None), nxt
+        seqs.append(a[3])
+        if len(seqs) >= RUN_LIMIT:
+            return seqs, None
+        try:
+            nxt = get_nowait()
+        except queue.Empty:
+            return seqs, None
+
+
+def _same_static(a: Any, b: Any) -> bool:
+    """Two static cube counts of the same grid (a loop that builds its count each launch)."""
+    return (a.handle is None and b.handle is None and a.x == b.x and a.y == b.y
+            and a.z == b.z)

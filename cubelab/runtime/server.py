@@ -19,6 +19,10 @@ seed's order:
 5. **register** the task on its stream (flushed at `max_tasks`, on a read/sync that depends on
    it, when another stream shares a buffer, or when the device thread goes idle).
 
+A run of identical launches queued back to back (a Python loop of one launch; the runner
+gathers it) comes as one `launch_run`: its repeats skip steps 1-4 where those could not change
+anything anyone sees, and encode only the dispatch and the task (`launch_run` says when).
+
 Memory (shared, `memory_pool.py`): every handle is a slice of a page of the device's pool. The
 backend supplies the driver calls — `alloc_page(size)`, `free_page(storage)`, `place(handle,
 slice, data, zero)` (write `data`, or zeroes when `zero`, into a slice just reserved) and
@@ -38,7 +42,7 @@ default: nothing to send), `write_bytes(handle, data)`,
 `resolve_dynamic_count(handle)` (default: drain and read the 12 bytes on the host; return None
 to dispatch indirectly instead), `take_async_errors()` (errors the driver reported on the side).
 
-Size: ~735 lines, over the project's ~600, on purpose: it is the seed's second hop written once
+Size: ~825 lines, over the project's ~600, on purpose: it is the seed's second hop written once
 for every backend, and its steps share one lock-free device-thread state (cache, ledger, streams,
 pool); split, each half would reach into the other's state.
 """
@@ -256,8 +260,9 @@ class Server:
         # The driver refused a whole submission: every task in it carries the refusal.
         for t in tasks:
             if t.written:
-                info = LaunchInfo(t.kernel, t.kernel_id or _NO_ID, t.launch_seq)
-                fail_buffers(self.ledger, self.bus, info, t.written, exc)
+                for seq in t.launches:  # a run's task: each of its launches, in order
+                    info = LaunchInfo(t.kernel, t.kernel_id or _NO_ID, seq)
+                    fail_buffers(self.ledger, self.bus, info, t.written, exc)
 
     # -- calls from the client (device thread) ------------------------------------------------
     def alloc(self, handle: Handle, data: bytes | None, stream: int, zero: bool = False) -> None:
@@ -525,11 +530,13 @@ class Server:
 
     def launch(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings, seq: int,
                profile: bool = False, mode: LaunchMode = LaunchMode.Execute,
-               stream: int = 0) -> None:
+               stream: int = 0) -> PreparedLaunch | None:
         """The second hop (device thread). Never loses an error: the runner drops what a
-        fire-and-forget task raises, so anything unforeseen lands on the declared write set."""
+        fire-and-forget task raises, so anything unforeseen lands on the declared write set.
+        Returns the launch's `PreparedLaunch` when it was dispatched (`launch_run` reads it),
+        else None."""
         try:
-            self._launch(kernel, count, bindings, seq, profile, mode, stream)
+            return self._launch(kernel, count, bindings, seq, profile, mode, stream)
         except Exception as exc:  # noqa: BLE001 - a bug here must still be visible at read
             try:
                 kid = kernel.id()
@@ -541,7 +548,7 @@ class Server:
             raise
 
     def _launch(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings, seq: int,
-                profile: bool, mode: LaunchMode, stream: int) -> None:
+                profile: bool, mode: LaunchMode, stream: int) -> PreparedLaunch | None:
         kernel_id = kernel.id()
         info = LaunchInfo(kernel.name, kernel_id, seq, stream)
         entry = self.pipelines.get(kernel_id)
@@ -558,7 +565,7 @@ class Server:
                 # No IR, so no answer from it: the declared IO names the write set.
                 ExecuteScope.failed_writing(self.ledger, self.bus, info,
                                             _written_pairs(bindings, None), exc)
-                return
+                return None
             entry = compiled.entry
             self.pipelines[kernel_id] = entry
         elif self.bus.active:  # a view is attached: tell it about the hit
@@ -581,7 +588,7 @@ class Server:
                 self._compile_finished(kernel, compiled, seq, 0.0)
             if self.bus.active:
                 self.bus.publish(ev.LaunchSkipped(kernel.name, kernel_id, "dry-run", seq))
-            return
+            return None
 
         if self.captures:
             cap = self.captures.get(stream)
@@ -589,11 +596,10 @@ class Server:
                 self._record(cap, info, kernel, entry, count, bindings)
                 if compiled is not None:
                     self._compile_finished(kernel, compiled, seq, 0.0)
-                return
+                return None
 
         if compiled is None and not profile:  # the common case: a cache hit, not timed
-            self._execute(info, entry, count, bindings)
-            return
+            return self._execute(info, entry, count, bindings)
         t0 = time.perf_counter()
         ran = self._execute(info, entry, count, bindings, flush=True,
                             why="profile" if profile else "first-dispatch")
@@ -603,6 +609,7 @@ class Server:
         if ran and profile:
             self.bus.publish(
                 ev.ProfileSample(kernel.name, kernel_id, kernel.profile_tag, elapsed, seq))
+        return ran
 
     def _prepare(self, entry: PipelineEntry, bindings: Bindings) -> PreparedLaunch:
         """Walk the write/read-set fallback chain for `bindings` on `entry` (see PreparedLaunch)."""
@@ -618,8 +625,9 @@ class Server:
 
     def _execute(self, info: LaunchInfo, entry: PipelineEntry, count: CubeCount,
                  bindings: Bindings, flush: bool = False, why: str = "",
-                 batch: bool = False) -> bool:
-        """Align, open the scope, dispatch, queue. True when a dispatch was encoded."""
+                 batch: bool = False) -> PreparedLaunch | None:
+        """Align, open the scope, dispatch, queue. The launch's `PreparedLaunch` when a
+        dispatch was encoded, else None."""
         stream = info.stream
         rec = bindings.prepared
         if rec is None or rec.entry is not entry:
@@ -632,18 +640,19 @@ class Server:
         self.scheduler.align(stream, touched)
         scope = ExecuteScope.launching(self.ledger, self.bus, info, reads, written)
         if scope.skipped:
-            return False
+            return None
         self._dispatched = self._zero_count = False
         scope.execute(self._dispatch_body, info, entry, count, bindings, reads, written, flush,
                       why, batch)
         if self._zero_count and self.bus.active:
             self.bus.publish(ev.LaunchSkipped(info.kernel, info.kernel_id, "zero-count",
                                               info.launch_seq))
-        dispatched = self._dispatched
-        if dispatched and self.bus.active and self.bus.wants(ev.LaunchDispatched):
+        if not self._dispatched:
+            return None
+        if self.bus.active and self.bus.wants(ev.LaunchDispatched):
             self.bus.publish(ev.LaunchDispatched(info.kernel, info.kernel_id, entry.entry,
                                                  count.as_tuple(), info.launch_seq))
-        return dispatched
+        return rec
 
     def _dispatch_body(self, info: LaunchInfo, entry: PipelineEntry, count: CubeCount,
                        bindings: Bindings, reads: list[Handle],
@@ -687,6 +696,90 @@ class Server:
             return errs[0]
         return None
 
+    # -- runs of identical launches -----------------------------------------------------------
+    def launch_run(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings,
+                   seqs: list[int], mode: LaunchMode, stream: int) -> None:
+        """Launches that reached the device thread back to back with the same kernel object,
+        `Bindings` object, cube count, mode and stream — a Python loop of one launch — gathered
+        by the runner (`runner.py`) into one run, `seqs` their launch numbers in order.
+
+        Each is still its own launch: its own number, its own task towards `max_tasks`, its
+        own failure. But once one of them was dispatched the ordinary way, everything the next
+        one would do is already known — the same read and write sets, the same bind group, a
+        claim that is released at once — except the dispatch itself and its task. So
+        `_repeat` encodes only those, for as many as fit before the next `max_tasks` flush,
+        where the ordinary path would do exactly that and nobody could tell the difference:
+        nothing failed anywhere (no skip to propagate, no failure to repair), nobody listens
+        on the bus (no per-launch event is owed), no capture window, a static count, and a
+        backend that can repeat (`dispatch_repeats`). A guarded launch's repeats each take a
+        loop-guard slot of their own and are noted for the settle, as ordinary ones are.
+        Otherwise — and for the first launch after each flush — a launch takes the ordinary
+        path (`launch`), one at a time.
+
+        The trap this avoids: "same launch" is decided by identity (`runner.py`), never by
+        value, so a repeat cannot be a different launch that merely looks alike; and the
+        conditions are read again before every batch, because the first launch of the run
+        may itself have changed them (a compile, a failure, a flush)."""
+        launch = self.launch
+        repeats = self.repeats_dispatches
+        n = len(seqs)
+        i = 0
+        while i < n:
+            try:
+                rec = launch(kernel, count, bindings, seqs[i], False, mode, stream)
+            except BaseException:  # noqa: BLE001 - on its buffers already, as the runner drops it
+                rec = None
+            i += 1
+            if rec is not None and repeats and i < n:
+                try:
+                    i += self._repeat(rec, kernel.name, count, seqs, i, stream)
+                except Exception as exc:  # noqa: BLE001 - a bug here must still show at read
+                    for seq in seqs[i:]:
+                        info = LaunchInfo(kernel.name, rec.entry.kernel_id, seq, stream)
+                        fail_buffers(self.ledger, self.bus, info, rec.written, exc)
+                    return
+
+    def _repeat(self, rec: PreparedLaunch, kernel: str, count: CubeCount, seqs: list[int],
+                i: int, stream: int) -> int:
+        """Encode launches `seqs[i:]` of a run again, as far as `launch_run`'s conditions
+        allow; returns how many were encoded (0: the caller takes the ordinary path)."""
+        if self.bus.active or self.ledger._entries or count.handle is not None or self.captures:
+            return 0
+        scheduler = self.scheduler
+        k = min(len(seqs) - i, scheduler.max_tasks - scheduler.pending(stream))
+        if k <= 0:
+            return 0
+        k = self.dispatch_repeats(rec, count, stream, k)
+        if k <= 0:
+            return 0
+        run = seqs[i:i + k]
+        entry = rec.entry
+        kernel_id = entry.kernel_id
+        slot = self.guard_slot  # guarded: the first of k consecutive status slots
+        if slot is not None or self._guard_window is not None:
+            note, reads, written = self._note_guard, rec.reads, rec.written
+            for j, seq in enumerate(run):
+                note(LaunchInfo(kernel, kernel_id, seq, stream), entry, reads, written,
+                     None if slot is None else slot + j)
+        scheduler.register(stream, Task(kernel, run[0], rec.written, kernel_id, run), True, k)
+        errs = self.take_async_errors()
+        if errs:  # the driver spoke up on the side: each launch of the batch carries it
+            for seq in run:
+                fail_buffers(self.ledger, self.bus, LaunchInfo(kernel, kernel_id, seq, stream),
+                             rec.written, errs[0])
+        return k
+
+    repeats_dispatches = False  # True where `dispatch_repeats` can encode repeats
+
+    def dispatch_repeats(self, rec: PreparedLaunch, count: CubeCount, stream: int,
+                         k: int) -> int:
+        """Backend hook: encode `k` more dispatches of `rec` (static `count`) on `stream`,
+        right behind the dispatch of `rec` that was encoded last there. Return how many were
+        encoded — 0 when the backend cannot (then each launch takes the ordinary path). A
+        guarded launch's repeats take consecutive loop-guard slots: `guard_slot` is then the
+        first, else None."""
+        self.guard_slot = None
+        return 0
 
     # -- graph capture ------------------------------------------------------------------------
     def start_capture(self, stream: int) -> None:

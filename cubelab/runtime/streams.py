@@ -86,17 +86,27 @@ class stream:  # noqa: N801 - used as `with stream(3):`, like a function
 
 @dataclass(slots=True)
 class Task:
-    """What a queued dispatch leaves behind for its flush: whom to blame if the submit fails."""
+    """What a queued dispatch leaves behind for its flush: whom to blame if the submit fails.
+
+    One task may stand for a run of identical launches encoded back to back (`seqs`: their
+    launch numbers in order, `launch_seq` the first; see `Server.launch_run`): each of them
+    still counts as one dispatch towards `max_tasks`, and a refused submission fails each."""
 
     kernel: str
     launch_seq: int
     written: list[tuple["Handle", str]]  # (handle, binding name)
     kernel_id: Any = None
+    seqs: "list[int] | None" = None
+
+    @property
+    def launches(self) -> "list[int]":
+        return self.seqs if self.seqs is not None else [self.launch_seq]
 
 
 @dataclass
 class _Queue:
     tasks: list[Task] = field(default_factory=list)
+    dispatches: int = 0  # what the tasks stand for (a run's task stands for several)
 
 
 class StreamScheduler:
@@ -117,8 +127,9 @@ class StreamScheduler:
         self.last_stream: dict[int, StreamId] = {}  # handle id -> stream it was last touched on
 
     def pending(self, stream_id: StreamId) -> int:
+        """How many dispatches are queued on `stream_id`, not yet submitted."""
         q = self.queues.get(stream_id)
-        return len(q.tasks) if q else 0
+        return q.dispatches if q else 0
 
     def align(self, stream_id: StreamId, handles: Iterable["Handle"]) -> None:
         """Flush every other stream that last touched one of `handles`; they now live here."""
@@ -139,12 +150,15 @@ class StreamScheduler:
         for other in others:
             self.flush(other, "shared")
 
-    def register(self, stream_id: StreamId, task: Task, allow_flush: bool = True) -> None:
+    def register(self, stream_id: StreamId, task: Task, allow_flush: bool = True,
+                 dispatches: int = 1) -> None:
+        """Queue `task`, which stands for `dispatches` dispatches (a run's task: several)."""
         q = self.queues.get(stream_id)
         if q is None:
             q = self.queues[stream_id] = _Queue()
         q.tasks.append(task)
-        if allow_flush and len(q.tasks) >= self.max_tasks:
+        q.dispatches += dispatches
+        if allow_flush and q.dispatches >= self.max_tasks:
             self.flush(stream_id, "max_tasks")
 
     def flush(self, stream_id: StreamId, why: str) -> None:
@@ -152,6 +166,7 @@ class StreamScheduler:
         if q is None or not q.tasks:
             return
         tasks, q.tasks = q.tasks, []
+        dispatches, q.dispatches = q.dispatches, 0
         try:
             self._submit(stream_id)
         except Exception as exc:  # noqa: BLE001 - the refusal becomes buffer state
@@ -162,7 +177,7 @@ class StreamScheduler:
         if self._after_flush is not None:
             self._after_flush(stream_id)
         if self.bus.active and self.bus.wants(ev.Flushed):  # once per submission: often once per launch
-            self.bus.publish(ev.Flushed(len(tasks), why, stream=stream_id))
+            self.bus.publish(ev.Flushed(dispatches, why, stream=stream_id))
 
     def flush_all(self, why: str) -> None:
         for sid in [s for s, q in self.queues.items() if q.tasks]:
@@ -184,6 +199,7 @@ class StreamScheduler:
         if q is None:
             return []
         tasks, q.tasks = q.tasks, []
+        q.dispatches = 0
         if self._after_flush is not None:
             self._after_flush(stream_id)
         return tasks

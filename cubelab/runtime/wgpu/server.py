@@ -10,7 +10,9 @@ read, sync, `max_tasks`, a shared buffer, a replay) ends the pass and submits th
 one command buffer. WebGPU orders dispatches of one pass, so batching never reorders, and the
 shared queue orders the streams' command buffers in the order the scheduler flushes them.
 The two calls every launch makes into an open pass (the dispatch, a guarded launch's bind with
-its offset) go to wgpu-native directly (`_NativePass`: why that is safe, and what it saves).
+its offset) go to wgpu-native directly (`_NativePass`: why that is safe, and what it saves), and
+a run of identical launches (`Server.launch_run`) encodes its repeats as those calls alone
+(`dispatch_repeats`).
 
 `CubeCount.Dynamic` dispatches indirectly (`dispatch_workgroups_indirect`, no read-back): every
 buffer is created with INDIRECT usage besides STORAGE | COPY_SRC | COPY_DST, so any kernel's
@@ -53,7 +55,7 @@ from cubelab.runtime.handle import Handle
 from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
-from cubelab.runtime.server import PipelineEntry, Server
+from cubelab.runtime.server import PipelineEntry, PreparedLaunch, Server
 
 _CACHE_LIMIT = 4096
 _GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
@@ -452,6 +454,43 @@ class WgpuServer(Server):
             lost = self.scheduler.drop(stream)
             self._submit_failed(lost, exc)
             raise
+
+    repeats_dispatches = True
+
+    def dispatch_repeats(self, rec: PreparedLaunch, count: CubeCount, stream: int,
+                         k: int) -> int:
+        # Only right behind the same launch in the same open pass: its pipeline and bind group
+        # are still set, so a repeat is the dispatch alone — or, for a guarded launch, its own
+        # guard slot's bind (the group with another offset) and the dispatch. Only through
+        # wgpu-native's own calls (`_NativePass`), which record and cannot raise: wgpu-py's
+        # methods can, and a raise mid-batch is the ordinary path's to handle.
+        self.guard_slot = None
+        open_ = self._open.get(stream)
+        if (open_ is None or open_[2] is not rec.entry.pipeline
+                or rec.generation != self._generation):
+            return 0
+        x, y, z = count.x, count.y, count.z
+        native = self._native if open_[4] is not None else None
+        if rec.entry.definition.loop_budget is not None:
+            slot = self._guard_next
+            k = min(k, _GUARD_SLOTS - slot)  # a full ring is settled by the ordinary path
+            if k <= 0 or native is None:
+                return 0
+            bind, dispatch, p = native.set_bind_group, native.dispatch, open_[4]
+            group, offset, stride = rec.backend._internal, native.offset, self._guard_stride
+            for s in range(slot, slot + k):
+                offset[0] = s * stride
+                bind(p, 0, group, 1, offset)
+                dispatch(p, x, y, z)
+            self._guard_next = slot + k
+            self.guard_slot = slot  # the first of the k consecutive slots
+            return k
+        if open_[3] is None or open_[3] is not rec.backend or native is None:
+            return 0
+        dispatch, p = native.dispatch, open_[4]
+        for _ in range(k):
+            dispatch(p, x, y, z)
+        return k
 
     def resolve_dynamic_count(self, handle: Handle) -> tuple[int, int, int] | None:
         return None  # indirect dispatch: the GPU reads the count itself
