@@ -183,6 +183,45 @@ def test_every_launch_of_a_run_is_still_an_event(client, runs):
     np.testing.assert_array_equal(read(client, y), np.full(8, 10.0))
 
 
+def test_a_view_that_only_counts_cache_hits_still_sees_every_launch_of_a_run(
+        client, runs, repeats):
+    y = floats(client, np.zeros(8))
+    ya = BufferArg.from_raw_parts(y, 8)
+    warm(client, add_one.launch, ya)
+    with client.events.record(ev.CacheHits) as rec:
+        with held(client):
+            for _ in range(10):
+                add_one.launch(client, *ONE, ya)
+        client.sync()
+    (seqs, _), = runs
+    tallies = [e for e in rec.of(ev.CacheHits) if e.kernel == "AddOne"]
+    assert sum(e.count for e in tallies) == 10
+    assert tallies[0].first_seq == seqs[0] and tallies[-1].last_seq == seqs[-1]
+    if client.name().startswith("wgpu"):  # a tally is counted per batch: the repeats stay bare
+        assert sum(repeats) == 9
+
+
+def test_a_failed_buffer_elsewhere_does_not_change_a_run(client, runs, repeats):
+    from tests.fixtures.seed001_kernels import bad_widths
+
+    broken = client.empty(16)
+    bad_widths.launch(client, CubeCount.Static(1), CubeDim.new_1d(4),
+                      BufferArg.from_raw_parts(client.empty(32), 4),
+                      BufferArg.from_raw_parts(client.empty(64), 4),
+                      BufferArg.from_raw_parts(broken, 4))
+    assert client.buffer_state(broken) == "failed"
+    y = floats(client, np.zeros(8))
+    ya = BufferArg.from_raw_parts(y, 8)
+    warm(client, add_one.launch, ya)
+    with held(client):
+        for _ in range(10):
+            add_one.launch(client, *ONE, ya)
+    np.testing.assert_array_equal(read(client, y), np.full(8, 10.0))
+    assert client.buffer_state(broken) == "failed"
+    if client.name().startswith("wgpu"):
+        assert sum(repeats) == 9
+
+
 def test_a_run_of_guarded_launches_gives_the_same_result(client, runs, repeats):
     # a kernel with a loop carries the loop guard: each launch binds a status slot of its own
     x, out = floats(client, np.arange(8)), floats(client, np.zeros(8))

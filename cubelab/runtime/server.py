@@ -256,6 +256,18 @@ class Server:
         for kid, (kernel, entry, count, first, last, t) in tallies.items():
             self.bus.publish(ev.CacheHits(kernel, kid, entry, count, first, last, t))
 
+    def _tally_hits(self, kernel: str, kernel_id: KernelId, entry: PipelineEntry, first: int,
+                    last: int, n: int) -> None:
+        """Count `n` cache hits (launches `first`..`last`) towards the next CacheHits."""
+        tally = self._hit_tallies.get(kernel_id)
+        if tally is None:
+            self._hit_tallies[kernel_id] = [kernel, entry.entry, n, first, last,
+                                            time.perf_counter()]
+        else:
+            tally[2] += n
+            tally[4] = last
+            tally[5] = time.perf_counter()
+
     def _submit_failed(self, tasks: list[Task], exc: BaseException) -> None:
         # The driver refused a whole submission: every task in it carries the refusal.
         for t in tasks:
@@ -573,14 +585,7 @@ class Server:
             if bus.wants(ev.CacheHit):
                 bus.publish(ev.CacheHit(kernel.name, kernel_id, entry.entry, seq))
             if bus.wants(ev.CacheHits):
-                tally = self._hit_tallies.get(kernel_id)
-                if tally is None:
-                    self._hit_tallies[kernel_id] = [kernel.name, entry.entry, 1, seq, seq,
-                                                    time.perf_counter()]
-                else:
-                    tally[2] += 1
-                    tally[4] = seq
-                    tally[5] = time.perf_counter()
+                self._tally_hits(kernel.name, kernel_id, entry, seq, seq, 1)
 
         if mode is LaunchMode.Skip:
             # Everything a first launch does short of dispatching is done; nothing is claimed.
@@ -709,9 +714,10 @@ class Server:
         claim that is released at once — except the dispatch itself and its task. So
         `_repeat` encodes only those, for as many as fit before the next `max_tasks` flush,
         where the ordinary path would do exactly that and nobody could tell the difference:
-        nothing failed anywhere (no skip to propagate, no failure to repair), nobody listens
-        on the bus (no per-launch event is owed), no capture window, a static count, and a
-        backend that can repeat (`dispatch_repeats`). A guarded launch's repeats each take a
+        none of its buffers carries a failure (no skip to propagate, no failure to repair),
+        nobody subscribes to an event published per launch (CacheHit, LaunchDispatched,
+        BufferClaimed, BufferReleased; a CacheHits tally is counted in one step), no capture
+        window, a static count, and a backend that can repeat (`dispatch_repeats`). A guarded launch's repeats each take a
         loop-guard slot of their own and are noted for the settle, as ordinary ones are.
         Otherwise — and for the first launch after each flush — a launch takes the ordinary
         path (`launch`), one at a time.
@@ -743,8 +749,17 @@ class Server:
                 i: int, stream: int) -> int:
         """Encode launches `seqs[i:]` of a run again, as far as `launch_run`'s conditions
         allow; returns how many were encoded (0: the caller takes the ordinary path)."""
-        if self.bus.active or self.ledger._entries or count.handle is not None or self.captures:
+        if count.handle is not None or self.captures:
             return 0
+        bus = self.bus
+        if bus.active and (bus.wants(ev.CacheHit) or bus.wants(ev.LaunchDispatched)
+                           or bus.wants(ev.BufferClaimed) or bus.wants(ev.BufferReleased)):
+            return 0  # someone listens for each launch: each takes the ordinary path
+        entries = self.ledger._entries
+        if entries:  # a failure on one of its buffers: the ordinary path skips, repairs, ...
+            for h in rec.touched:
+                if h.id in entries:
+                    return 0
         scheduler = self.scheduler
         k = min(len(seqs) - i, scheduler.max_tasks - scheduler.pending(stream))
         if k <= 0:
@@ -761,6 +776,8 @@ class Server:
             for j, seq in enumerate(run):
                 note(LaunchInfo(kernel, kernel_id, seq, stream), entry, reads, written,
                      None if slot is None else slot + j)
+        if bus.active and bus.wants(ev.CacheHits):
+            self._tally_hits(kernel, kernel_id, entry, run[0], run[-1], k)
         scheduler.register(stream, Task(kernel, run[0], rec.written, kernel_id, run), True, k)
         errs = self.take_async_errors()
         if errs:  # the driver spoke up on the side: each launch of the batch carries it
