@@ -8,8 +8,10 @@ cubes run in chunks of 8 192 lanes (two full chunks and a short one: the memo, t
 and the unmemoized path all run). It writes shared memory through an injective unit pattern
 (UNIT_POS, a reversal, `(u * 5 + 3) % 256`, a transpose, `u + 1` with a halo) and then mixes, at
 random: reads through slices, strided and broadcast patterns and permutations, an unrolled loop,
-branches on unit-only, per-lane and per-value conditions (some compacted), a tree reduction, and
-a value read before its item is overwritten between barriers. No kernel races. The baseline
+an unrolled dot product (run cube-minor as one step: `steps.accumulate`, forced on for the fuzz's
+32-cube chunks), branches on unit-only, per-lane and per-value conditions (some compacted), a
+tree reduction, and a value read before its item is overwritten between barriers. No kernel
+races. The input holds zeros of both signs, infinities and NaNs among normal floats. The baseline
 (default 7aac876, the code before the speed work) runs in a subprocess from a `git worktree`
 checkout; the result bytes of every kernel must be equal (a sign of zero counts). Default 2 000
 kernels, a few minutes on an idle core. Exit status 1 when a kernel differs.
@@ -53,13 +55,21 @@ def kernel_source(seed: int) -> tuple[str, str, str]:
     value = r.choice(["x[ABSOLUTE_POS]", "x[ABSOLUTE_POS] * 2.0", "x[ABSOLUTE_POS] + 1.5"])
     lines += [f"    sm[{r.choice(inj)}] = {value}", "    sync_cube()", "    acc = f32(0.0)"]
     for _ in range(r.randint(1, 4)):
-        kind = r.choice(["pair", "loop", "cond", "cond_x", "tree", "rewrite"])
+        kind = r.choice(["pair", "loop", "cond", "cond_x", "tree", "rewrite", "dot"])
         a, b, op = r.choice(reads), r.choice(reads), r.choice(["+", "-", "*"])
         if kind == "pair":
             lines.append(f"    acc = acc + sm[{a}] {op} sm[{b}]")
         elif kind == "loop":
             lines += [f"    for j in range({r.choice([2, 4])}):",
                       f"        acc += sm[(u + j) % {U}] {op} sm[{b}]"]
+        elif kind == "dot":  # an unrolled dot product: one cube-minor step (`steps.accumulate`)
+            k = r.choice([2, 4, 8])
+            dots = [f"(u + j) % {U}", f"(u * 3 + j) % {U}", "j", f"j * 2 + {r.randrange(8)}"]
+            if shape == "2d16":
+                dots += ["ty * 16 + j", "j * 16 + tx", "tx * 16 + j", "j * 16 + ty"]
+            a, b = r.choice(dots), r.choice(dots)
+            term = r.choice([f"acc += sm[{a}] * sm[{b}]", f"acc = sm[{a}] * sm[{b}] + acc"])
+            lines += [f"    for j in unroll(range({k})):", f"        {term}"]
         elif kind == "cond":
             cond = r.choice([f"u < {r.randrange(1, U)}", "u % 2 == 0", f"u == {r.randrange(U)}",
                              f"u > {r.randrange(U)}", f"ABSOLUTE_POS < {r.randrange(1, 20000)}"])
@@ -98,6 +108,11 @@ def run_module(path: str) -> dict[str, str]:
     from cubelab.runtime.cpu import lanes, plan
 
     lanes.CHUNK_LANES = plan.CHUNK_LANES = 8192
+    try:  # chunks of 32 cubes: let the unrolled dot products run cube-minor anyway
+        from cubelab.runtime.cpu.steps import accumulate
+        accumulate.CUBE_MINOR_MIN = 1  # type: ignore[attr-defined]
+    except ImportError:  # a baseline before it
+        pass
     spec = importlib.util.spec_from_file_location("cpu_fuzz_kernels", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -108,6 +123,9 @@ def run_module(path: str) -> dict[str, str]:
         units, cubes = (64 if shape == "1d64" else 256), 72
         n = units * cubes
         xs = np.random.default_rng(7).standard_normal(n).astype(np.float32)
+        # zeros of both signs (a product's sign of zero), infinities and NaN among them
+        xs[::7], xs[3::11], xs[5::997], xs[9::1499], xs[11::2003] = 0.0, -0.0, np.inf, -np.inf, \
+            np.nan
         x = BufferArg.from_raw_parts(client.create_from_slice(f32.as_bytes(xs)), n)
         y = client.empty(4 * n)
         dim = CubeDim.new_2d(16, 16) if shape == "2d16" else CubeDim.new_1d(units)

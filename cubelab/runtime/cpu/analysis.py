@@ -19,6 +19,7 @@ lane-equal is a silently wrong kernel. When in doubt, an op is not pure and a va
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from cubelab.ir import analysis as ir_analysis
@@ -378,6 +379,138 @@ def stored_in_place(block: Block, i: int, uses: dict[int, int]) -> bool:
             and st.name == "memory.store" and uses.get(op.results[0].id) == 1
             and uses.get(ix.results[0].id) == 1 and st.operands[0].id == ix.results[0].id
             and st.operands[1].id == op.results[0].id)
+
+
+# -- unrolled dot products -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Accumulation:
+    """A run of `acc += sm1[i] * sm2[j]` terms on one f32 local (an unrolled dot product, the
+    tiled matmul's inner loop). Each term is two shared `memory.index`, their two loads, a
+    `mul`, the local's load, an `add` and the store back, plus any integer arithmetic computing
+    its indices. `ops` are the block indices of the ops the run replaces, `prelude` those of the
+    index arithmetic and `memory.index` ops (in block order: they run first), each term is
+    (pointer id of the mul's lhs, of its rhs, whether the add reads the local first: `acc + p`,
+    else `p + acc`), and `bases` the ids of the shared arrays the two pointers index, per term;
+    `indices` the ids of every index the pointers are made from."""
+
+    var: int
+    ops: tuple[int, ...]
+    prelude: tuple[int, ...]
+    terms: tuple[tuple[int, int, bool], ...]
+    bases: tuple[tuple[int, int], ...]
+    indices: tuple[int, ...]
+
+
+_TERM_OPS = ["arith.add", "arith.mul", "memory.index", "memory.index", "memory.load",
+             "memory.load", "memory.load", "memory.store"]
+_MAX_TERM = 24  # ops of one term, index arithmetic included
+
+
+def _f32_scalar(t: object) -> bool:
+    return isinstance(t, Ty) and t.elem is Elem.F32 and t.width == 1
+
+
+def _term(block: Block, at: list[int], uses: dict[int, int]
+          ) -> tuple[int, tuple[int, int, bool], list[int], tuple[Op, Op]] | None:
+    """(local id, term, block indices of its prelude, its two `memory.index` ops) if the ops at
+    `at` — ending with the store to the local — are one dot-product term."""
+    ops = [block.ops[i] for i in at]
+    store = ops[-1]
+    var, s = store.operands
+    vt = var.type
+    if not (isinstance(vt, Pointer) and vt.space == "function" and _f32_scalar(vt.pointee)):
+        return None
+    by_result = {op.results[0].id: (i, op) for i, op in zip(at, ops) if op.results}
+    add = by_result.get(s.id, (0, None))[1]
+    if add is None or add.name != "arith.add" or not _f32_scalar(add.results[0].type):
+        return None
+    lhs, rhs = (by_result.get(o.id, (0, None))[1] for o in add.operands)
+    acc_first = lhs is not None and lhs.name == "memory.load" and lhs.operands[0].id == var.id
+    acc, mul = (lhs, rhs) if acc_first else (rhs, lhs)
+    if acc is None or mul is None or acc.name != "memory.load" or \
+            acc.operands[0].id != var.id or mul.name != "arith.mul" or \
+            not _f32_scalar(mul.results[0].type):
+        return None
+    pointers: list[int] = []
+    index_ops: list[Op] = []
+    core = [store, add, acc, mul]
+    for o in mul.operands:
+        load = by_result.get(o.id, (0, None))[1]
+        if load is None or load.name != "memory.load":
+            return None
+        ix = by_result.get(load.operands[0].id, (0, None))[1]
+        ptr = ix.results[0].type if ix is not None and ix.name == "memory.index" else None
+        if not (isinstance(ptr, Pointer) and ptr.space == "shared" and _f32_scalar(ptr.pointee)):
+            return None
+        pointers.append(ix.results[0].id)
+        index_ops.append(ix)
+        core += [load, ix]
+    if len({id(op) for op in core}) != 8:
+        return None  # `x * x`: one load used twice
+    prelude: list[int] = []
+    inside = {r.id for op in ops for r in op.results}
+    for i, op in zip(at, ops):
+        if op.name == "memory.index" and any(op is c for c in core):
+            prelude.append(i)
+        elif not any(op is c for c in core):
+            # index arithmetic: pure integer ops whose values only this term's ops use
+            t = op.results[0].type if len(op.results) == 1 else None
+            if op.regions or not op.name.startswith("arith.") or not is_pure(op) or \
+                    not isinstance(t, Ty) or t.elem not in (Elem.U32, Elem.I32):
+                return None
+            prelude.append(i)
+    # every value is used by this term alone (once, for the core's): nothing else sees it
+    used_inside: dict[int, int] = {}
+    for op in ops:
+        for o in op.operands:
+            if o.id in inside:
+                used_inside[o.id] = used_inside.get(o.id, 0) + 1
+    for op in ops[:-1]:
+        r = op.results[0].id
+        if uses.get(r) != used_inside.get(r) or \
+                any(op is c for c in core) and uses.get(r) != 1:
+            return None
+    return var.id, (pointers[0], pointers[1], acc_first), prelude, (index_ops[0], index_ops[1])
+
+
+def accumulations(block: Block, active: list[int], uses: dict[int, int]) -> list[Accumulation]:
+    """The runs of at least two consecutive dot-product terms on one local in `block`, where
+    `active` lists the block indices of the ops the plan runs (index arithmetic the plan hoists
+    is not among them). A run only reads shared memory and writes its one local, so the plan
+    may run it as one step (`steps.accumulate`): per lane the same f32 products and sums, in the
+    same order, as the ops one by one."""
+    out: list[Accumulation] = []
+    k = 0
+    while k < len(active):
+        terms: list[tuple[tuple[int, int, bool], list[int], tuple[Op, Op]]] = []
+        var = None
+        j = k
+        while True:
+            # a term ends at the first store; it has the 8 core ops and maybe index arithmetic
+            end = next((e for e in range(j, min(j + _MAX_TERM, len(active)))
+                        if block.ops[active[e]].name == "memory.store"), None)
+            if end is None or end - j + 1 < len(_TERM_OPS):
+                break
+            names = sorted(block.ops[i].name for i in active[j:end + 1]
+                           if not block.ops[i].name.startswith("arith.")
+                           or block.ops[i].name in ("arith.add", "arith.mul")
+                           and _f32_scalar(block.ops[i].results[0].type))
+            found = _term(block, active[j:end + 1], uses) if names == _TERM_OPS else None
+            if found is None or var is not None and found[0] != var:
+                break
+            var = found[0]
+            terms.append((found[1], found[2], found[3]))
+            j = end + 1
+        if len(terms) >= 2 and var is not None:
+            out.append(Accumulation(
+                var, tuple(active[k:j]), tuple(i for _, pre, _ in terms for i in pre),
+                tuple(t for t, _, _ in terms),
+                tuple((ix.operands[0].id, iy.operands[0].id) for _, _, (ix, iy) in terms),
+                tuple(ix.operands[1].id for _, _, pair in terms for ix in pair)))
+            k = j
+        else:
+            k += 1
+    return out
 
 
 # -- value lifetimes ----------------------------------------------------------------------------

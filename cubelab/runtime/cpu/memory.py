@@ -78,13 +78,45 @@ class CubeView:
 
 
 class LocalSlot:
-    """A unit-private scalar or vector local: `arr` is per lane (n, ...) or uniform (1, ...)."""
+    """A unit-private scalar or vector local: `arr` is per lane (n, ...) or uniform (1, ...).
 
-    __slots__ = ("name", "arr")
+    An unrolled dot product (`steps.accumulate`) keeps its accumulator *cube-minor* — one row
+    per unit of the cube, one column per cube, shape (dz, dy, dx, cubes) — from one run of
+    terms to the next (the tiled matmul's k loop), since turning it back into lane order costs a
+    transpose. `arr` turns it back when anything else reads the local, and keeps both: the
+    cube-minor array stays valid until the local is written.
+    """
+
+    __slots__ = ("name", "_arr", "_cube_minor")
 
     def __init__(self, name: str, arr: np.ndarray) -> None:
         self.name = name
-        self.arr = arr
+        self._arr: np.ndarray | None = arr
+        self._cube_minor: np.ndarray | None = None
+
+    @property
+    def arr(self) -> np.ndarray:
+        a = self._arr
+        if a is None:
+            t = self._cube_minor
+            assert t is not None
+            a = self._arr = np.ascontiguousarray(np.moveaxis(t, -1, 0)).reshape(-1)
+        return a
+
+    @arr.setter
+    def arr(self, value: np.ndarray) -> None:
+        self._arr = value
+        self._cube_minor = None
+
+    def cube_minor(self, shape: tuple[int, ...]) -> np.ndarray | None:
+        """The value cube-minor, if it is kept so in `shape`."""
+        t = self._cube_minor
+        return t if t is not None and t.shape == shape else None
+
+    def set_cube_minor(self, t: np.ndarray) -> None:
+        """The local's new value, cube-minor (`t` is the slot's own: nobody writes it after)."""
+        self._arr = None
+        self._cube_minor = t
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,7 @@ from cubelab.runtime.cpu.lanes import (
     KernelRuntimeError,
     LaunchState,
 )
+from cubelab.runtime.cpu.steps.accumulate import accumulate
 from cubelab.runtime.cpu.steps.memory import in_place
 from cubelab.runtime.cpu.steps.registry import BUILDERS, Step
 
@@ -127,6 +128,7 @@ class Plan:
         # instead of once per chunk and loop iteration (`_hoisted`); at most HOIST_BYTES of them
         hoisted = analysis.unit_static_ops(definition, self.needed, self.lane_ids,
                                            self.uniform_ids) if not traced_like else []
+        self.unit_static_ids = {op.results[0].id for op in hoisted}
         budget, kept = HOIST_BYTES, []
         for op in hoisted:
             ty = op.results[0].type
@@ -177,15 +179,20 @@ class Plan:
         # numpy reuses that (cache-warm) memory for the next result instead of fresh memory
         dying = analysis.last_uses(block, self._kept, self._uses) \
             if self.needed is not None else {}
-        fused: set[int] = set()  # ops run by an earlier step (`steps.memory.in_place`)
-        for i, op in enumerate(block.ops):
+        fused: set[int] = set()  # ops run by an earlier step (`in_place`, `accumulate`)
+        active = [i for i, op in enumerate(block.ops) if not self._skipped(op)]
+        # unrolled dot products out of shared memory, one step each (plain plans only: a traced
+        # or instrumented plan shows and records every op)
+        runs = {run.ops[0]: run for run in analysis.accumulations(block, active, self._uses)} \
+            if self.needed is not None and self.instruments is None else {}
+        for i in active:
+            op = block.ops[i]
             if i in fused:
                 continue
-            if self.needed is not None and analysis.is_pure(op) and op.results and \
-                    op.results[0].id not in self.needed:
-                continue
-            if op.results and (op.results[0].id in self.uniform_ids
-                               or op.results[0].id in self.hoisted_ids):
+            run = runs.get(i)
+            if run is not None:
+                steps.append(self._accumulation(block, run, depth, dying))
+                fused.update(run.ops)
                 continue
             step = self._op(op, depth)
             if self.needed is not None and op.results[0:1] and \
@@ -217,6 +224,41 @@ class Plan:
                 s(ctx, mask)
 
         return run
+
+    def _skipped(self, op: Op) -> bool:
+        """Whether the plain plan runs no step for `op` where it stands: a pure op nothing needs,
+        or a value computed before the body runs (launch-uniform, hoisted)."""
+        if self.needed is not None and analysis.is_pure(op) and op.results and \
+                op.results[0].id not in self.needed:
+            return True
+        return bool(op.results) and (op.results[0].id in self.uniform_ids
+                                     or op.results[0].id in self.hoisted_ids)
+
+    def _accumulation(self, block: Block, run: analysis.Accumulation, depth: int,
+                      dying: dict[int, tuple[int, ...]]) -> Step:
+        """One step for a run of dot-product terms (`steps.accumulate`), falling back on the
+        run's ops as separate steps; the values that die inside the run are dropped after it."""
+        separate = tuple(self._memoized(block.ops[i], depth) for i in run.ops)
+
+        def one_by_one(ctx: Ctx, mask: Any) -> None:
+            for s in separate:
+                s(ctx, mask)
+
+        prelude = tuple(separate[run.ops.index(i)] for i in run.prelude)
+        # the pointers depend only on the chunk's shape and the launch signature when every
+        # index is unit-static (computed in the run or hoisted), not on a loop counter
+        static = self.unit_static_ids | self.uniform_ids
+        cacheable = all(i in static for i in run.indices)
+        step = accumulate(run, prelude, one_by_one, cacheable)
+        dead = tuple(v for i in run.ops for v in dying.get(i, ()))
+        return _dropping(step, dead) if dead else step
+
+    def _memoized(self, op: Op, depth: int) -> Step:
+        """`op`'s step, memoized per chunk shape when its value is unit-only (`_unit_memo`)."""
+        step = self._op(op, depth)
+        if op.results and op.results[0].id in self.unit_only and op.name != "builtin.read":
+            step = _unit_memo(step, op)
+        return step
 
     def _op(self, op: Op, depth: int) -> Step:
         if op.results and op.results[0].id in self.lane_ids:
@@ -287,6 +329,7 @@ class Plan:
             if self._hoisted_steps:
                 for vid, val in self._hoisted(ctx, uniform):
                     env[vid] = val
+            static["signature"] = uniform  # what the launch-uniform values were computed for
             self.body(ctx, None)
 
     def _hoisted(self, ctx: Ctx, uniform: list[tuple[int, Any]]) -> list[tuple[int, Any]]:

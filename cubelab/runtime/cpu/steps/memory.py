@@ -163,7 +163,7 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
             key = ("uniform_index", int(index[0]), length)
             found = static.get(key)
             if found is None:
-                found = static[key] = _judge_unit_index(
+                found = static[key] = judge_unit_index(
                     ctx, mem, np.full(ctx.per_cube, index[0], dtype=index.dtype))
             if found is not False:
                 env[r] = Ptr(mem, index, index, pattern=found)
@@ -172,7 +172,7 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
             key = ("in_bounds", id(index), length, mem.kind)
             found = static.get(key)
             if found is None:
-                found = static[key] = _judge_unit_index(ctx, mem, index)
+                found = static[key] = judge_unit_index(ctx, mem, index)
             if found is not False:
                 env[r] = Ptr(mem, index, index, pattern=found)
                 return
@@ -194,7 +194,7 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
     return step
 
 
-def _judge_unit_index(ctx: Ctx, mem: Mem, index: np.ndarray) -> tuple[Any, ...] | None | bool:
+def judge_unit_index(ctx: Ctx, mem: Mem, index: np.ndarray) -> tuple[Any, ...] | None | bool:
     """A unit-only index, judged once per chunk shape: False if some lane is out of bounds,
     else, for shared memory in a context whose cubes all run the same units, how each cube's
     lanes reach its row (`cube_pattern`), else None (in bounds, gathered per lane)."""
