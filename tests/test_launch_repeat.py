@@ -136,3 +136,26 @@ def test_wgpu_launches_give_the_same_results_through_wgpu_pys_own_pass_methods(w
             np.testing.assert_array_equal(read(client, out), np.arange(8) * 2.0)
     finally:
         client.device.runner.call(setattr, server, "_native", native)
+
+
+def test_bindings_checked_by_one_client_are_checked_afresh_by_another(wgpu_client, cpu_client):
+    # The client keeps "these bindings passed my gates" on the `Bindings` (a loop then only
+    # re-reads `released`); another device's client must still refuse the foreign handle.
+    from cubelab import LaunchError
+
+    y = floats(wgpu_client, np.zeros(8))
+    captured = []
+
+    class Capture:
+        def launch(self, kernel, count, bindings):  # type: ignore[no-untyped-def]
+            captured.append((kernel, count, bindings))
+
+        def properties(self):  # type: ignore[no-untyped-def]
+            return wgpu_client.properties()
+
+    inc.launch(Capture(), *ONE, BufferArg.from_raw_parts(y, 8))
+    kernel, count, bindings = captured[0]
+    wgpu_client.launch(kernel, count, bindings)  # checked, and the answer kept on `bindings`
+    with pytest.raises(LaunchError, match="belongs to device"):
+        cpu_client.launch(kernel, count, bindings)
+    np.testing.assert_array_equal(read(wgpu_client, y), np.ones(8))

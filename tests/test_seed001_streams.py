@@ -247,3 +247,23 @@ def test_on_wgpu_a_flush_is_one_command_buffer_in_one_submit(wgpu_client):
     np.testing.assert_array_equal(result, np.full(8, 11.0))
     assert [e.dispatches for e in rec.of(ev.Flushed)] == [10]
     assert counting.submits == [1]  # ten dispatches, one command buffer, one submit
+
+
+def test_nested_stream_blocks_give_the_stream_back_in_order_even_on_a_fresh_thread():
+    def nest() -> list[int]:
+        seen = []
+        with cubelab.stream(90_031):  # the thread's first stream question is asked inside a pin
+            seen.append(current_stream())
+            with cubelab.stream(90_032):
+                seen.append(current_stream())
+            seen.append(current_stream())
+        seen.append(current_stream())  # the thread's own stream, numbered only now
+        return seen
+
+    out: list[list[int]] = []
+    t = threading.Thread(target=lambda: out.append(nest()))
+    t.start()
+    t.join()
+    (seen,) = out
+    assert seen[:3] == [90_031, 90_032, 90_031]
+    assert seen[3] not in (90_031, 90_032) and seen[3] >= 1

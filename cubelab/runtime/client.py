@@ -8,7 +8,9 @@ so whatever only this thread knows is decided before it:
    dispatched (some drivers reject empty dispatches, and the device thread has no channel to
    report it);
 2. a handle owned by another device is refused at once, the dynamic count's included (its memory
-   coordinates mean nothing here: reading them there is not an error but garbage);
+   coordinates mean nothing here: reading them there is not an error but garbage); so is a
+   released one. The answer is kept on the `Bindings` (`Bindings.checked`): a loop that hands
+   the same bindings over again (the frontend's repeat memo) re-reads only `released`;
 3. the `LaunchMode` (Execute or Skip) is decided from the process-wide dry-run depth and this
    thread's RealRun depth (`dry_run.py`), and the stream from this thread (`streams.py`);
 4. profiling (the debug log, `client.profile()`) makes the submit blocking and times it;
@@ -35,7 +37,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from cubelab.errors import LaunchError, ResourceError, api_boundary
 from cubelab.runtime import events as ev
 from cubelab.runtime.capture import Graph
-from cubelab.runtime.dry_run import launch_mode
+from cubelab.runtime import dry_run as _dry_run
+from cubelab.runtime.dry_run import LaunchMode, launch_mode
 from cubelab.runtime.handle import Handle, refuse_released
 from cubelab.runtime.kernel_id import CubeKernel
 from cubelab.runtime.launch_args import Bindings, CubeCount
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from cubelab.runtime.properties import DeviceProperties
 
 _launch_seq = itertools.count(1)
+_EXECUTE = LaunchMode.Execute
 
 # A launch whose buffers hold at least this many bytes is submitted before `launch` returns (gate
 # 5 in the module's docstring): at 16 MiB even an H200 needs ~5 µs to stream the data once, more
@@ -91,11 +95,15 @@ class Client:
         self._server = device.server
         self.events: ev.EventBus = device.bus
         self._profile_depth = threading.local()
+        # open `profile()` scopes on all threads (their depth per thread is `_profile_depth`)
+        self._timed = 0
+        self._timed_lock = threading.Lock()
         self._pin = threading.local()  # set_stream: per thread, since one Client serves all
         # what a handle's __del__ / free calls: post "release #id" on the device's queue
         self._post_release = functools.partial(self._runner.submit, self._server.release)
         # the one `launch` object the runner recognises when it gathers runs (runner.py)
         self._server_launch = self._runner.launch or self._server.launch
+        self._put = self._runner.put
 
     # -- identity -----------------------------------------------------------------------------
     def name(self) -> str:
@@ -289,24 +297,30 @@ class Client:
         return self._device.debug_log is not None or getattr(self._profile_depth, "n", 0) > 0
 
     def launch(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings) -> None:
-        # (Every line here runs on every launch: properties and helpers are inlined.)
+        # (Every line here runs on every launch: properties and helpers are inlined, and what
+        # does not change between launches of the same `Bindings` is kept on them.)
         # Gate 1: zero-dimension static counts never leave this thread.
-        if count.handle is None and (count.x == 0 or count.y == 0 or count.z == 0):
-            if self.events.active:
-                self.events.publish(ev.LaunchGated(kernel.name, "zero-dimension cube count", 0))
-            return
-        # Gate 2: foreign handles are refused here, where the caller can still be told.
-        dev = self._device.id
-        if count.handle is not None:
+        if count.handle is None:
+            if count.x == 0 or count.y == 0 or count.z == 0:
+                if self.events.active:
+                    self.events.publish(ev.LaunchGated(kernel.name, "zero-dimension cube count",
+                                                       0))
+                return
+        else:
             self._expect_local(count.handle, f"launch of `{kernel.name}` (dynamic cube count)")
-        size = 0
-        for b in bindings.buffers:
-            h = b.handle
-            if not isinstance(h, Handle) or h.device_id != dev or h.released:  # message if needed
-                self._expect_local(h, f"launch of `{kernel.name}`")
-            size += h.size
+        # Gate 2: foreign and released handles are refused here, where the caller can still be
+        # told. A handle's device never changes, so bindings already checked by this client
+        # only need `released` looked at again.
+        checked = bindings.checked
+        if checked is not None and checked[0] is self:
+            for h in checked[1]:
+                if h.released:
+                    refuse_released(h, f"launch of `{kernel.name}`")
+            large = checked[2]
+        else:
+            large = self._check_bindings(kernel, bindings)
         # Gate 3: only this thread knows whether this launch is a dry run or a measurement.
-        mode = launch_mode()
+        mode = _EXECUTE if _dry_run._dry_depth == 0 else launch_mode()
         stream = getattr(self._pin, "id", None)  # self.stream_id()
         if stream is None:
             stream = current_stream()
@@ -314,17 +328,35 @@ class Client:
         if self.events.active and self.events.wants(ev.LaunchIssued):
             self.events.publish(ev.LaunchIssued(kernel.name, kernel.id(), count.as_tuple(), seq,
                                                 mode.value, stream))
-        # Gate 4: profiling waits for the device thread and brings the timing back.
-        if self._device.debug_log is not None or getattr(self._profile_depth, "n", 0) > 0:
+        # Gate 4: profiling waits for the device thread and brings the timing back. (`_timed`
+        # counts the open profile scopes of every thread: the common case reads one int.)
+        if self._device.debug_log is not None or (
+                self._timed and getattr(self._profile_depth, "n", 0) > 0):
             self._runner.call(self._refuse_profile, stream)
             self._runner.call(self._server.launch, kernel, count, bindings, seq, True, mode,
                               stream)
-        else:
-            self._runner.submit(self._server_launch, kernel, count, bindings, seq, False, mode,
-                                stream)
-            # Gate 5: a large launch is on the GPU before this thread queues the next one.
-            if size >= LARGE_LAUNCH_BYTES and self._server.defers_release:
-                self._runner.call(self._server.scheduler.flush, stream, "large")
+            return
+        self._put((self._server_launch, (kernel, count, bindings, seq, False, mode, stream),
+                   None))
+        # Gate 5: a large launch is on the GPU before this thread queues the next one.
+        if large:
+            self._runner.call(self._server.scheduler.flush, stream, "large")
+
+    def _check_bindings(self, kernel: CubeKernel, bindings: Bindings) -> bool:
+        """Gate 2 in full for bindings this client has not checked yet; keeps the answer on
+        them (`Bindings.checked`). Returns whether the launch is large (gate 5)."""
+        dev = self._device.id
+        size = 0
+        handles = []
+        for b in bindings.buffers:
+            h = b.handle
+            if not isinstance(h, Handle) or h.device_id != dev or h.released:  # message if needed
+                self._expect_local(h, f"launch of `{kernel.name}`")
+            size += h.size
+            handles.append(h)
+        large = size >= LARGE_LAUNCH_BYTES and self._server.defers_release
+        bindings.checked = (self, tuple(handles), large)
+        return large
 
     def _refuse_profile(self, stream: int) -> None:
         cap = self._server.captures.get(stream)
@@ -343,11 +375,17 @@ class _Profile:
         self._unsub: Any = None
 
     def __enter__(self) -> "_Profile":
-        local = self.client._profile_depth
+        client = self.client
+        local = client._profile_depth
         local.n = getattr(local, "n", 0) + 1
-        self._unsub = self.client.events.subscribe(self.samples.append, ev.ProfileSample)
+        with client._timed_lock:
+            client._timed += 1
+        self._unsub = client.events.subscribe(self.samples.append, ev.ProfileSample)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.client._profile_depth.n -= 1
+        client = self.client
+        client._profile_depth.n -= 1
+        with client._timed_lock:
+            client._timed -= 1
         self._unsub()

@@ -43,6 +43,9 @@ class Runner:
                  before_call: Callable[[], None] | None = None) -> None:
         self._q: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], Future[Any] | None]]
         self._q = queue.SimpleQueue()
+        # `put((fn, args, None))` is `submit(fn, *args)` without its Python frame: for the one
+        # caller that runs on every launch (`Client.launch`)
+        self.put = self._q.put
         self._on_idle = on_idle
         self._before_call = before_call  # runs on the device thread before each `call`
         # the server's `launch` (the very object clients submit) and `launch_run`: see above

@@ -51,15 +51,17 @@ def thread_stream() -> StreamId:
     sid = getattr(_local, "own", None)
     if sid is None:
         sid = _local.own = next(_next_stream)
+        if not getattr(_local, "pinned", None):
+            _local.current = sid
     return sid
 
 
 def current_stream() -> StreamId:
-    """The stream this thread's launches join: the innermost `with stream(id):`, else its own."""
-    pinned = getattr(_local, "pinned", None)
-    if pinned:
-        return pinned[-1]
-    return thread_stream()
+    """The stream this thread's launches join: the innermost `with stream(id):`, else its own.
+    (Kept in one thread-local value, `current`, by `stream` and `thread_stream`: every launch
+    asks.)"""
+    sid = getattr(_local, "current", None)
+    return sid if sid is not None else thread_stream()
 
 
 class stream:  # noqa: N801 - used as `with stream(3):`, like a function
@@ -77,11 +79,14 @@ class stream:  # noqa: N801 - used as `with stream(3):`, like a function
         if stack is None:
             stack = _local.pinned = []
         stack.append(self.id)
+        _local.current = self.id
         return self.id
 
     def __exit__(self, t: type[BaseException] | None, e: BaseException | None,
                  tb: TracebackType | None) -> None:
-        _local.pinned.pop()
+        stack = _local.pinned
+        stack.pop()
+        _local.current = stack[-1] if stack else getattr(_local, "own", None)
 
 
 @dataclass(slots=True)
