@@ -17,7 +17,7 @@ from cubelab.runtime.cpu import plan as cpu_plan
 from cubelab.runtime.cpu.steps import memory as cpu_memory
 from cubelab.runtime.cpu.steps.memory import cube_pattern
 from tests.fixtures.cpu_kernels import (block_sum, broadcast_product, read_then_overwrite_shared,
-                                        shared_shuffles, tile_transpose,
+                                        row_sums, shared_shuffles, tile_transpose,
                                         unit_values_in_switch_arms)
 from tests.zoo import kernels as zoo
 
@@ -184,3 +184,31 @@ def test_a_local_only_one_branch_names_is_not_merged_back_and_others_are():
     # `v` is set before its `if i < n` and read after it; `left` and `right` live in one edge
     # branch each (read there, never after); the last branch names no local
     assert [len(p or ()) for p in private] == [0, 1, 1, 0]
+
+
+def test_sums_of_shared_rows_stay_in_the_rows_and_ignore_what_lies_between(client, small_chunks):
+    cubes = 72
+    xs = np.random.default_rng(7).standard_normal(256 * cubes).astype(np.float32)
+    xs[1::256], xs[2::256] = -xs[1::256], 0.0  # +-inf and NaN in items 256..259 of each row
+    out = client.empty(4 * xs.size)
+    row_sums.launch(client, CubeCount.Static(cubes), CubeDim.new_1d(256), arg(client, xs),
+                    BufferArg.from_raw_parts(out, xs.size))
+    rows = np.zeros((cubes, 260), np.float32)
+    rows[:, :256] = xs.reshape(cubes, 256)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rows[:, 256:] = rows[:, :4] / np.float32(0.0)
+        want = (rows[:, 0:256] + rows[:, 1:257] + rows[:, 2:258]) * np.float32(0.5)
+    got = f32.from_bytes(client.read_one(out))
+    np.testing.assert_array_equal(got, want.ravel())
+    assert np.isinf(got).any() and np.isnan(got).any()
+
+
+def test_only_rows_close_together_are_computed_over_their_span():
+    from cubelab.runtime.cpu.steps.arith import _rows
+
+    store = np.zeros((8, 260), np.float32)
+    assert _rows(store[:, 0:256], store[:, 2:258]) == ((8, 256), 260, 7 * 260 + 256)
+    assert _rows(store[:, 0:256], np.ones(1, np.float32)) is not None  # a uniform operand
+    assert _rows(store[:, 0:8], store[:, 8:16]) is None  # 8 items in 260: the span wastes 97 %
+    assert _rows(store[:, 0:256], store[::2, 0:256]) is None  # different shapes
+    assert _rows(np.zeros((8, 256), np.float32), np.zeros((8, 256), np.float32)) is None

@@ -359,6 +359,39 @@ def view_shared_loads(definition: KernelDefinition) -> set[int]:
     return out
 
 
+def view_results(definition: KernelDefinition, views: set[int]) -> set[int]:
+    """Result ids of `VIEW_CONSUMERS` scalar ops with an operand among `views` (shared loads
+    read in place, or such results themselves) whose one use is again a `VIEW_CONSUMERS` op
+    later in the same block: the op may hand its result on in the views' shape, as a
+    `CubeView` of its own fresh buffer (`steps.arith.on_views`), so a chain like
+    `(sm[u] + sm[u + 1] + sm[u + 2]) / 3` never turns its partial sums back into lane order.
+    Only within a block: a branch compacts its lane arrays, which a view is not."""
+    uses: dict[int, int] = {}
+    for op in definition.walk():
+        for o in op.operands:
+            uses[o.id] = uses.get(o.id, 0) + 1
+    out: set[int] = set()
+
+    def visit(block: Block) -> None:
+        for i, op in enumerate(block.ops):
+            for reg in op.regions:
+                visit(reg)
+            if op.name not in VIEW_CONSUMERS or len(op.results) != 1 or \
+                    not any(o.id in views or o.id in out for o in op.operands):
+                continue
+            t = op.results[0].type
+            r = op.results[0].id
+            if not (isinstance(t, Ty) and t.width == 1) or uses.get(r) != 1:
+                continue
+            user = next((later for later in block.ops[i + 1:]
+                         if any(o.id == r for o in later.operands)), None)
+            if user is not None and user.name in VIEW_CONSUMERS:
+                out.add(r)
+
+    visit(definition.body)
+    return out
+
+
 # -- results computed into the buffer that stores them ----------------------------------------
 IN_PLACE_OPS = frozenset({"arith.add", "arith.sub", "arith.mul", "arith.div"})
 

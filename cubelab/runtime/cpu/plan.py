@@ -107,6 +107,8 @@ class Plan:
         # shared-memory loads handed to their one use as views of the rows (no copy)
         self.shared_view_loads = analysis.view_shared_loads(definition) \
             if self.needed is not None else set()
+        # arithmetic on such views whose one use is arithmetic again: handed on as views too
+        self.view_results = analysis.view_results(definition, self.shared_view_loads)
         self.written = ir_analysis.written_buffers(definition)
         self.view_loads = analysis.view_loads(definition, self.written)
         # Values that are the same for every unit of a launch and depend only on its scalars,

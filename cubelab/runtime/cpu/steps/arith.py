@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from cubelab.ir.core import Op
 from cubelab.ir.types import Elem
@@ -35,12 +36,15 @@ def _binary(op: Op, f: Callable[[Any, Any], Any], plan: Plan | None = None) -> S
     the plan, an operand may be a shared-memory load handed over as a view (`CubeView`)."""
     a, b = (o.id for o in op.operands)
     r = op.result.id
-    if plan is not None and (a in plan.shared_view_loads or b in plan.shared_view_loads):
+    views = set() if plan is None else plan.shared_view_loads | plan.view_results
+    if a in views or b in views:
+        keep = r in plan.view_results  # type: ignore[union-attr]
+
         def view_step(ctx: Ctx, mask: Any) -> None:
             env = ctx.env
             x, y = env[a], env[b]
             if type(x) is CubeView or type(y) is CubeView:
-                env[r] = on_views(f, x, y)
+                env[r] = on_views(f, x, y, keep=keep)
             else:
                 env[r] = f(x, y)
 
@@ -53,14 +57,28 @@ def _binary(op: Op, f: Callable[[Any, Any], Any], plan: Plan | None = None) -> S
     return step
 
 
-def on_views(f: Callable[..., Any], x: Any, y: Any,
-             out: np.ndarray | None = None) -> np.ndarray:
+def on_views(f: Callable[..., Any], x: Any, y: Any, out: np.ndarray | None = None,
+             keep: bool = False) -> Any:
     """`f` on operands of which one or both are views of each cube's row: computed in the
     views' shape (the strided one's when both are views), flattened to one row per lane (into
-    `out`, one row per lane, when given: `f` is then a ufunc)."""
+    `out`, one row per lane, when given: `f` is then a ufunc), or handed on as a `CubeView` of
+    the result (`keep`: `analysis.view_results`).
+
+    Rows of a shared array seen through a slice (`tile[u + 1]`: (cubes, k) with the array's
+    row stride) are computed as one 1-D run over their span, the items between rows included
+    and then ignored: numpy's 2-D loop over such rows costs ~3× the 1-D one."""
     xv, yv = type(x) is CubeView, type(y) is CubeView
     a = x.a if xv else x
     b = y.a if yv else y
+    if out is None:
+        rows = _rows(a, b)
+        if rows is not None:
+            shape, stride, span = rows
+            res = f(a if a.ndim == 1 else as_strided(a, (span,), (a.itemsize,)),
+                    b if b.ndim == 1 else as_strided(b, (span,), (b.itemsize,)))
+            isz = res.itemsize
+            view = np.ndarray(shape, res.dtype, res, 0, (stride * isz, isz))
+            return CubeView(view) if keep else view.reshape(-1)
     if a.shape != b.shape:
         if xv and (not yv or a.ndim >= b.ndim):
             if b.shape != (1,):
@@ -70,7 +88,27 @@ def on_views(f: Callable[..., Any], x: Any, y: Any,
     if out is not None:
         f(a, b, out=out.reshape(a.shape if a.shape != (1,) else b.shape))
         return out
-    return f(a, b).reshape(-1)
+    res = f(a, b)
+    return CubeView(res) if keep else res.reshape(-1)
+
+
+def _rows(a: np.ndarray, b: np.ndarray) -> tuple[tuple[int, int], int, int] | None:
+    """((rows, k), row stride in items, items spanned) when every operand of `a`, `b` that is
+    not one uniform row is a 2-D (rows, k) view with unit inner stride, rows further apart than
+    k items but by at most a quarter more (the span computes those items too: `sm[u + s]` of a
+    tree reduction's late steps reads 1 item in 256), and the same shape, strides and dtype."""
+    views = [v for v in (a, b) if v.shape != (1,)]
+    if not views or any(v.ndim != 2 for v in views):
+        return None
+    v0 = views[0]
+    shape, strides, isz = v0.shape, v0.strides, v0.itemsize
+    if strides[1] != isz or strides[0] % isz or strides[0] <= shape[1] * isz or any(
+            v.shape != shape or v.strides != strides or v.dtype != v0.dtype for v in views):
+        return None
+    stride = strides[0] // isz
+    if 4 * stride > 5 * shape[1]:
+        return None
+    return shape, stride, (shape[0] - 1) * stride + shape[1]
 
 
 @builder(*_NP_BIN)
