@@ -69,12 +69,15 @@ class CubeView:
     """A shared-memory load handed to its one use, a binary op, as a view of every cube's row
     (`(cubes, k)` for a slice pattern, `(cubes, dz, dy, dx)` for a strided one) instead of a
     copy with one row per lane: only where nothing can write the memory in between
-    (`analysis.view_shared_loads`). The op computes on the views and flattens its result."""
+    (`analysis.view_shared_loads`). The op computes on the views and flattens its result —
+    or hands it on as a view of its own buffer (`owned`: nothing else holds that buffer, so the
+    one op that reads it may write its result there: `analysis.view_results`)."""
 
-    __slots__ = ("a",)
+    __slots__ = ("a", "owned")
 
-    def __init__(self, a: np.ndarray) -> None:
+    def __init__(self, a: np.ndarray, owned: bool = False) -> None:
         self.a = a
+        self.owned = owned
 
 
 class LocalSlot:

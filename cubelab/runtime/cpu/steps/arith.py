@@ -70,15 +70,22 @@ def on_views(f: Callable[..., Any], x: Any, y: Any, out: np.ndarray | None = Non
     xv, yv = type(x) is CubeView, type(y) is CubeView
     a = x.a if xv else x
     b = y.a if yv else y
-    if out is None:
-        rows = _rows(a, b)
-        if rows is not None:
-            shape, stride, span = rows
-            res = f(a if a.ndim == 1 else as_strided(a, (span,), (a.itemsize,)),
-                    b if b.ndim == 1 else as_strided(b, (span,), (b.itemsize,)))
-            isz = res.itemsize
-            view = np.ndarray(shape, res.dtype, res, 0, (stride * isz, isz))
-            return CubeView(view) if keep else view.reshape(-1)
+    rows = _rows(a, b)
+    if rows is not None:
+        shape, stride, span = rows
+        fa = a if a.ndim == 1 else as_strided(a, (span,), (a.itemsize,))
+        fb = b if b.ndim == 1 else as_strided(b, (span,), (b.itemsize,))
+        if type(f) is np.ufunc and (xv and x.owned or yv and y.owned):
+            # a partial result read only here: the next one goes into its buffer
+            res = f(fa, fb, out=fa if xv and x.owned else fb)
+        else:
+            res = f(fa, fb)
+        isz = res.itemsize
+        view = np.ndarray(shape, res.dtype, res, 0, (stride * isz, isz))
+        if out is not None:  # into lane order: a copy of 2-D rows is as fast as a 1-D one
+            np.copyto(out.reshape(shape), view)
+            return out
+        return CubeView(view, owned=True) if keep else view.reshape(-1)
     if a.shape != b.shape:
         if xv and (not yv or a.ndim >= b.ndim):
             if b.shape != (1,):
@@ -89,7 +96,7 @@ def on_views(f: Callable[..., Any], x: Any, y: Any, out: np.ndarray | None = Non
         f(a, b, out=out.reshape(a.shape if a.shape != (1,) else b.shape))
         return out
     res = f(a, b)
-    return CubeView(res) if keep else res.reshape(-1)
+    return CubeView(res, owned=True) if keep else res.reshape(-1)
 
 
 def _rows(a: np.ndarray, b: np.ndarray) -> tuple[tuple[int, int], int, int] | None:

@@ -44,7 +44,16 @@ def _b_if(plan: Plan, op: Op, depth: int) -> Step:
         cond = ctx.env[c]
         if traced and ctx.launch.tracer is not None:
             ctx.launch.tracer.record(op, depth, ctx, mask, cond, True)
-        m = m_and(mask, cond)
+        static = ctx._static
+        if mask is None and id(cond) in static.get("memo_ids", ()):
+            # a unit-only condition (`u == 0`): whether no, some or every lane takes the branch
+            # is the same in every chunk of this shape (two passes over the chunk saved)
+            key = ("taken", id(cond))
+            m = static.get(key, static)  # (the dict itself: not decided yet; None is "every")
+            if m is static:
+                m = static[key] = m_and(None, cond)
+        else:
+            m = m_and(mask, cond)
         if m is not DEAD:
             branch(ctx, m, then, free_then, private_then)
         if orelse is not None:
