@@ -42,6 +42,17 @@ def helper_comptime(v: f32, n: Comptime[int]):
     return v * n
 
 
+@cube_type
+class Pt:
+    x: f32
+    y: u32
+
+
+@cube_type
+class Holder:
+    data: SliceMut[f32]
+
+
 @cube(launch=True)
 def bad(x: Slice[f32], out: SliceMut[f32], hist: SliceMut[Atomic[u32]],
         v2: Slice[Vector[f32, 2]], v4: Slice[Vector[f32, 4]], n: u32):
@@ -51,6 +62,15 @@ def bad(x: Slice[f32], out: SliceMut[f32], hist: SliceMut[Atomic[u32]],
 # (case id, kernel lines (the LAST one is the offending line), phase, message part, hint part,
 #  the text the caret must point at)
 CASES = [
+    ("unknown struct field", ["out[i] = Pt(x[i], n).z"], "expand", "Pt has no field `z`",
+     "its fields: x, y", "Pt(x[i], n).z"),
+    ("assigning a struct field the wrong type", ["p = Pt(x[i], n)", "p.y = x[i]"], "expand",
+     "the field `y` of Pt is u32, assigned f32", "cast the value: u32(...)", "p.y = x[i]"),
+    ("a buffer field built in a kernel", ["h = Holder(out)"], "expand",
+     "a struct holding a buffer cannot be built inside a kernel",
+     "pass a Holder as a launch argument", "Holder(out)"),
+    ("missing struct field", ["p = Pt(x[i])"], "expand", "Pt(...) is missing the field `y`",
+     "name each field once", "Pt(x[i])"),
     ("class", ["class Point:", "    pass"], "decorate", "classes cannot be defined",
      "define them outside", "class Point"),
     ("list comprehension", ["ys = [v for v in range(3)]"], "decorate",

@@ -572,6 +572,13 @@ def runtime_test_kernels() -> dict[str, Any]:
     return ks
 
 
+def aggregate_kernels() -> dict[str, Any]:
+    """Kernels with @cube_type structs and enums (their fields are plain values in the IR)."""
+    from tests.fixtures import aggregate_kernels
+
+    return {f"aggregates {name}": k for name, k in aggregate_kernels.instances().items()}
+
+
 def zoo_kernels() -> dict[str, Any]:
     """tests/zoo's ZOO, a list of (name, KernelInstance), once it exists."""
     try:
@@ -584,7 +591,8 @@ def zoo_kernels() -> dict[str, Any]:
 
 
 def test_every_core_and_zoo_kernel_and_every_op_compiles_under_the_metal_shim(tmp_path):
-    kernels = {**core_kernels(), **runtime_test_kernels(), **zoo_kernels()}
+    kernels = {**core_kernels(), **runtime_test_kernels(), **zoo_kernels(),
+               **aggregate_kernels()}
     assert len(runtime_test_kernels()) >= 15
     sources = {name: msl_of(k) for name, k in kernels.items()}
     sources["every_op"] = compile_msl(every_op_kernel()).source
@@ -599,7 +607,8 @@ def test_msl_and_wgsl_of_every_kernel_share_the_entry_and_read_the_same_info_fie
     from cubelab.compiler.wgsl import compile_wgsl
 
     fields = re.compile(r"info(?:_v\d+)?\.(scalars_\w+|static_meta)\[(\d+)\]")
-    for name, k in {**core_kernels(), **runtime_test_kernels(), **zoo_kernels()}.items():
+    for name, k in {**core_kernels(), **runtime_test_kernels(), **zoo_kernels(),
+                    **aggregate_kernels()}.items():
         d = definition(k)
         m = compile_msl(d)
         w = compile_wgsl(d)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Callable, Sequence
 
-from cubelab.frontend import library, memory, sequences
+from cubelab.frontend import aggregates, library, memory, sequences
 from cubelab.frontend.hints import plain_call_hint
 from cubelab.frontend.operands import (
     KERNEL_VALUES,
@@ -122,9 +122,21 @@ _PY_BUILTINS: dict[Any, Callable[[Scope, Sequence[Any]], Any]] = {
 }
 
 
-def call(s: Scope, fn: Any, args: Sequence[Any], at: Pos) -> Any:
+def _no_keywords(s: Scope) -> Exception:
+    return error(s, "keyword arguments are not allowed in kernel calls",
+                 "pass arguments by position (only a @cube_type struct takes field names: "
+                 "`P(x=a, y=b)`)")
+
+
+def call(s: Scope, fn: Any, args: Sequence[Any], at: Pos,
+         kw: dict[str, Any] | None = None) -> Any:
     s.at(*at)
     args = [read(s, a) for a in args]
+    if aggregates.is_cube_type(fn):  # `P(a, b)`, `P(x=a, y=b)`, `E.A(x, y)`: a struct value
+        return aggregates.construct(s, fn, args, {k: read(s, v) for k, v in (kw or {}).items()},
+                                    at)
+    if kw:
+        raise _no_keywords(s)
     if isinstance(fn, (ScalarKind, GenericScalar)):
         if len(args) != 1:
             raise error(s, f"{fn!r}(...) takes one value")
@@ -149,8 +161,16 @@ def call(s: Scope, fn: Any, args: Sequence[Any], at: Pos) -> Any:
     raise error(s, f"{describe(fn)} is not callable")
 
 
-def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos) -> Any:
+def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos,
+           kw: dict[str, Any] | None = None) -> Any:
     s.at(*at)
+    if aggregates.is_cube_type(obj):  # `Shape.Circle(r)`: a variant of an enum
+        return call(s, getattr(obj, name), args, at, kw) if hasattr(obj, name) else \
+            attr(s, obj, name, at)
+    if aggregates.is_aggregate_value(obj):  # `p.area()`: a @cube method of the struct
+        return call(s, aggregates.get_field(s, obj, name), args, at, kw)
+    if kw:
+        raise _no_keywords(s)
     if isinstance(obj, GenericScalar):
         obj = obj.resolve(s)
     if isinstance(obj, ScalarKind):
@@ -182,6 +202,8 @@ def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos) -> Any:
 
 def attr(s: Scope, obj: Any, name: str, at: Pos) -> Any:
     s.at(*at)
+    if aggregates.is_aggregate_value(obj):
+        return aggregates.get_field(s, obj, name)
     if isinstance(obj, KERNEL_VALUES):
         raise error(s, f"`.{name}` on {describe(obj)} is not part of the kernel language")
     try:

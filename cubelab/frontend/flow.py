@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from cubelab.errors import RangeWrapWarning
-from cubelab.frontend import sequences
+from cubelab.frontend import aggregates, sequences
 from cubelab.frontend.calls import call
 from cubelab.frontend.memory import length, load
 from cubelab.frontend.operands import (
@@ -196,6 +196,8 @@ def ret(s: Scope, x: Any, at: Pos) -> None:
     if x is not None:
         if frame.rv is None:
             frame.rv = assign(s, UNBOUND, x, "return_value", True, at)
+        elif aggregates.is_aggregate_value(frame.rv):  # a struct: copied field-wise
+            assign(s, frame.rv, x, "return_value", True, at)
         else:
             ptr_ty = frame.rv.ptr.type
             want = ptr_ty.pointee if isinstance(ptr_ty, Pointer) else None
@@ -334,6 +336,13 @@ def ifexp(s: Scope, cond: Any, a: Callable[[], Any], b: Callable[[], Any], at: P
             got.append(read(s, thunk()))
     s.at(*at)
     x, y = got
+    if aggregates.is_aggregate_value(x):  # a struct or enum: each side stores its fields
+        choice = aggregates.zeroed(s, x, "choice")
+        for block, side in zip(sides, got):
+            with s.child(block):
+                aggregates.copy_into(s, choice, side, "choice")
+        s.register("scf.if", [c]).regions = [sides[0], sides[1]]
+        return choice
     if all(is_pure(block) for block in sides):
         for block in sides:
             s.block.ops.extend(block.ops)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cubelab.errors import CubeError, KernelSourceError
-from cubelab.frontend.types import GenericScalar, ScalarKind
+from cubelab.frontend import aggregates
+from cubelab.frontend.types import BufferSpec, GenericScalar, ScalarKind
 from cubelab.frontend.values import RV, BufferRef
 from cubelab.ir.core import BufferParam, KernelDefinition, ScalarParam
 from cubelab.ir.scope import Scope
@@ -58,6 +59,8 @@ class KernelInstance:
                 fields.append((p.name, BUFFER_COMPILATION_ARG))
             elif p.kind == "scalar":
                 fields.append((p.name, SCALAR_COMPILATION_ARG))
+            elif p.kind == "aggregate":
+                fields.append((p.name, aggregates.compilation_arg(p.spec, next(it))))
             else:
                 fields.append((p.name, next(it)))
         self.info = DebugStruct(f"{self.name}Info", tuple(fields))
@@ -83,22 +86,31 @@ class KernelInstance:
         scalars: list[ScalarParam] = []
         per_elem: dict[str, int] = {}
         comptimes = iter(self.comptimes)
+
+        def new_buffer(name: str, spec: BufferSpec) -> BufferRef:
+            item = spec.item_ty(scope)
+            v = scope.new_value(Pointer(RuntimeArray(item), "global", spec.writable), name)
+            buffers.append(BufferParam(  # type: ignore[arg-type]
+                name, len(buffers), item, spec.writable, v, tensor=spec.tensor))
+            return BufferRef(v, name, spec.writable, spec.tensor)
+
+        def new_scalar(name: str, kind: ScalarKind) -> RV:
+            elem = kind.elem.value
+            idx = per_elem.get(elem, 0)
+            per_elem[elem] = idx + 1
+            scalars.append(ScalarParam(name, elem, idx))
+            return RV(scope.emit_prologue(("scalar", name), "info.scalar", [], kind.ty,
+                                          elem=elem, index=idx))
+
         for p in fn.params:
             scope.at(p.lineno, p.col)
             if p.kind == "buffer":
-                item = p.spec.item_ty(scope)
-                v = scope.new_value(Pointer(RuntimeArray(item), "global", p.spec.writable), p.name)
-                buffers.append(BufferParam(  # type: ignore[arg-type]
-                    p.name, len(buffers), item, p.spec.writable, v, tensor=p.spec.tensor))
-                args.append(BufferRef(v, p.name, p.spec.writable, p.spec.tensor))
+                args.append(new_buffer(p.name, p.spec))
             elif p.kind == "scalar":
-                elem = p.spec.elem.value
-                idx = per_elem.get(elem, 0)
-                per_elem[elem] = idx + 1
-                scalars.append(ScalarParam(p.name, elem, idx))
-                val = scope.emit_prologue(("scalar", p.name), "info.scalar", [], p.spec.ty,
-                                          elem=elem, index=idx)
-                args.append(RV(val))
+                args.append(new_scalar(p.name, p.spec))
+            elif p.kind == "aggregate":  # flattened in the order launch registered it
+                args.append(aggregates.define_arg(scope, p.spec, next(comptimes), p.name,
+                                                  new_buffer, new_scalar))
             else:
                 args.append(next(comptimes))
         scope.loc = None

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from cubelab.errors import KernelCallError, KernelSourceError, api_boundary
-from cubelab.frontend import ops
+from cubelab.frontend import aggregates, ops
 from cubelab.frontend.operands import KERNEL_VALUES, error
 from cubelab.frontend.instance import KernelInstance
 from cubelab.frontend.launch import Launcher, NoLauncher
@@ -57,7 +57,7 @@ _PY_SCALARS = {bool: bool_}
 @dataclass
 class Param:
     name: str
-    kind: str  # "buffer" | "scalar" | "comptime"
+    kind: str  # "buffer" | "scalar" | "comptime" | "aggregate" (a @cube_type) | "any" (helpers)
     spec: Any
     lineno: int
     col: int
@@ -190,6 +190,10 @@ class CubeFunction:
                 # a helper taking the caller's local or shared array (CubeCL's `&mut Array<T>`):
                 # the array itself is passed, so the helper's writes are the caller's
                 out.append(Param(p.arg, "any", ann, p.lineno, p.col_offset))
+            elif aggregates.is_cube_type(ann):
+                # a @cube_type struct or enum: a launch argument flattened into its fields
+                out.append(Param(p.arg, "aggregate" if self.is_kernel else "any", ann,
+                                 p.lineno, p.col_offset))
             elif ann in (int, float):
                 raise self._error(p.lineno, p.col_offset,
                                   f"`{p.arg}: {ann.__name__}` is a Python type",
@@ -222,6 +226,9 @@ class CubeFunction:
             if p.kind == "buffer":
                 add(p.spec.elem_spec)
                 add(p.spec.width_spec)
+            elif p.kind == "aggregate":
+                for g in aggregates.generics_of(p.spec):
+                    add(g)
         # a generic named only in the body (`for k in unroll(range(N))`, `F.new(0.0)`) is bound
         # at launch too, after those of the signature
         for name in self.rewritten.free_names:

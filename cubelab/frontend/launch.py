@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cubelab.errors import LaunchError, api_boundary
+from cubelab.frontend import aggregates
 from cubelab.frontend.instance import KernelInstance
 from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind, bool_, f32, u32
 from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
@@ -71,6 +72,31 @@ def _scalar_bytes(kind: ScalarKind, v: Any, name: str, kernel: str) -> Any:
     if not lo <= v <= hi:
         raise LaunchError(f"launch of `{kernel}`: argument `{name}` = {v} does not fit in {kind}")
     return v
+
+
+def _binding(kernel: str, mode: ExecutionMode, pname: str, spec: Any, width: int,
+             a: Any) -> BufferBinding:
+    """A buffer argument (`BufferArg` for a Slice, `TensorArg` for a Tensor), checked."""
+    if spec.tensor:
+        if not isinstance(a, TensorArg):
+            raise LaunchError(
+                f"launch of `{kernel}`: argument `{pname}` is a {spec!r}; pass "
+                f"TensorArg.from_raw_parts(handle, shape, strides), got {type(a).__name__}")
+        items = a.length // width
+        if a.extent > items and mode is ExecutionMode.Checked:
+            raise LaunchError(_past_the_end(kernel, pname, a, items, width))
+        return BufferBinding(a.handle, items, spec.writable, pname, a.shape, a.strides)
+    if not isinstance(a, BufferArg):
+        raise LaunchError(
+            f"launch of `{kernel}`: argument `{pname}` is a {spec!r}; pass "
+            f"BufferArg.from_raw_parts(handle, length), got {type(a).__name__}")
+    length = a.length
+    if length % width:
+        raise LaunchError(
+            f"launch of `{kernel}`: argument `{pname}` has length {length}, which "
+            f"the vector size {width} does not divide; pad the buffer or pick a "
+            "vector size that divides it")
+    return BufferBinding(a.handle, length // width, spec.writable, pname)
 
 
 def _past_the_end(kernel: str, pname: str, t: TensorArg, items: int, width: int) -> str:
@@ -211,6 +237,8 @@ class BoundLauncher:
                              p.spec.tensor))
             elif p.kind == "scalar":
                 plan.append(("scalar", p, p.name, p.spec, p.spec.elem.value))
+            elif p.kind == "aggregate":
+                plan.append(("aggregate", p, p.name, p.spec))
             else:
                 plan.append((p.kind, p, p.name))
         self._plan = plan
@@ -279,29 +307,7 @@ class BoundLauncher:
                 _, p, pname, width, size_name, writable, tensor = step
                 if width is None:
                     width = size_of[size_name]
-                if tensor:
-                    if not isinstance(a, TensorArg):
-                        raise LaunchError(
-                            f"launch of `{name}`: argument `{pname}` is a {p.spec!r}; pass "
-                            f"TensorArg.from_raw_parts(handle, shape, strides), got "
-                            f"{type(a).__name__}")
-                    items = a.length // width
-                    if a.extent > items and self.mode is ExecutionMode.Checked:
-                        raise LaunchError(_past_the_end(name, pname, a, items, width))
-                    register_buffer(BufferBinding(a.handle, items, writable, pname,
-                                                 a.shape, a.strides))
-                    continue
-                if not isinstance(a, BufferArg):
-                    raise LaunchError(
-                        f"launch of `{name}`: argument `{pname}` is a {p.spec!r}; pass "
-                        f"BufferArg.from_raw_parts(handle, length), got {type(a).__name__}")
-                length = a.length
-                if length % width:
-                    raise LaunchError(
-                        f"launch of `{name}`: argument `{pname}` has length {length}, which "
-                        f"the vector size {width} does not divide; pad the buffer or pick a "
-                        "vector size that divides it")
-                register_buffer(BufferBinding(a.handle, length // width, writable, pname))
+                register_buffer(_binding(name, self.mode, pname, p.spec, width, a))
             elif kind == "scalar":
                 _, p, pname, skind, elem = step
                 if skind is f32 and type(a) is float:
@@ -313,6 +319,19 @@ class BoundLauncher:
                     scalars[elem] = [v]
                 else:
                     group.append(v)
+            elif kind == "aggregate":
+                # a @cube_type struct or enum: its fields in order (aggregates.flatten); the
+                # comptime ones (and a default enum's variant) are its part of the KernelId
+                key, leaves = aggregates.flatten(step[3], a, name, step[2])
+                for leaf, label, spec, x in leaves:
+                    if leaf == "buffer":
+                        w = spec.width_spec
+                        register_buffer(_binding(name, self.mode, label, spec,
+                                                 w if isinstance(w, int) else size_of[w.name], x))
+                    else:
+                        v = _scalar_bytes(spec, x, label, name)
+                        scalars.setdefault(spec.elem.value, []).append(v)
+                comptimes.append(key)
             elif kind == "comptime":
                 try:
                     hash(a)

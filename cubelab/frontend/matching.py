@@ -30,7 +30,8 @@ from typing import Any, Callable, Sequence
 from cubelab.frontend.flow import if_, runtime_branch
 from cubelab.frontend.operands import Pos, error, read, ty_of
 from cubelab.frontend.operators import boolop, cmp
-from cubelab.frontend.values import RV
+from cubelab.frontend.aggregates import RuntimeEnum
+from cubelab.frontend.values import RV, LocalVar
 from cubelab.ir.core import Block
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import I32, U32
@@ -47,6 +48,8 @@ def match_(s: Scope, subject: Any, arms: Sequence[Arm], at: Pos) -> None:
     subject = read(s, subject)
     if isinstance(subject, RV):
         _runtime(s, subject, list(arms), at)
+    elif isinstance(subject, RuntimeEnum):
+        _runtime_enum(s, subject, list(arms), at)
     else:
         _comptime(s, subject, list(arms), at)
 
@@ -62,7 +65,8 @@ def _comptime(s: Scope, subject: Any, arms: list[Arm], at: Pos) -> None:
                 raise error(s, f"matching {subject!r}: Python raised {exc!r}", "", where) from None
             if got is None:
                 continue
-            captures = got
+            # a struct's runtime field is captured as its value now, as Python binds it
+            captures = tuple(read(s, c) if isinstance(c, LocalVar) else c for c in got)
         elif alternatives is not None and not any(_equal(s, subject, a, where)
                                                   for a in alternatives):
             continue
@@ -134,6 +138,83 @@ def _runtime(s: Scope, subject: RV, arms: list[Arm], at: Pos) -> None:
     for region, body in zip(op.regions, [*bodies, default]):
         if body is not None:
             runtime_branch(s, region, body)
+
+
+def _runtime_enum(s: Scope, subject: RuntimeEnum, arms: list[Arm], at: Pos) -> None:
+    """A match on a runtime-variants enum: a switch on its tag, one case per variant, the arm
+    that takes a variant expanded with that variant's payload bound (an or-pattern over two
+    variants is expanded once for each). With a guard it is an if/elif chain on the tag."""
+    e = subject.info
+    # (variant index or None for `case _`, captures, guard, body, where), in Python's order
+    entries: list[tuple[int | None, tuple[Any, ...], Any, Callable[..., None], Pos]] = []
+    for alternatives, guard, body, where, matcher in arms:
+        if matcher is None and alternatives is None:
+            entries.append((None, (), guard, body, where))
+            continue
+        if matcher is None:
+            assert alternatives is not None
+            for how, v in alternatives:
+                if how != "==" or v not in e.variants:
+                    raise error(s, f"`case {v!r}` cannot match a {e.name}",
+                                f"match its variants with class patterns: `case "
+                                f"{e.name}.{e.variants[0].__name__}(...):`", where)
+                entries.append((e.variants.index(v), (), guard, body, where))
+            continue
+        for k, payload in enumerate(subject.payloads):
+            s.at(*where)
+            try:
+                got = matcher[0](payload)
+            except Exception as exc:  # noqa: BLE001 - Python's own error, with the line
+                raise error(s, f"matching a {e.name}: {exc}", "", where) from None
+            if got is not None:
+                entries.append((k, tuple(subject if c is payload else c for c in got), guard,
+                                body, where))
+    s.at(*at)
+
+    def arm(entry: tuple[Any, ...]) -> Callable[[], None]:
+        _, captures, _, body, _ = entry
+        return lambda: body(*[read(s, c) if isinstance(c, LocalVar) else c for c in captures])
+
+    if any(guard is not None for _, _, guard, _, _ in entries):
+        _enum_chain(s, subject, entries, arm, at)
+        return
+    chosen: dict[int, Any] = {}
+    default = None
+    for entry in entries:
+        k = entry[0]
+        if k is None:
+            default = entry
+            break
+        chosen.setdefault(k, entry)
+    cases = sorted(chosen)
+    tag = read(s, subject.tag)
+    op = s.register("scf.switch", [tag.v], cases=tuple((k,) for k in cases))
+    op.regions = [Block() for _ in range(len(cases) + 1)]
+    for region, entry in zip(op.regions, [*(chosen[k] for k in cases), default]):
+        if entry is not None:
+            runtime_branch(s, region, arm(entry))
+
+
+def _enum_chain(s: Scope, subject: RuntimeEnum, entries: list[Any],
+                arm: Callable[[Any], Callable[[], None]], at: Pos) -> None:
+    if not entries:
+        return
+    entry, rest = entries[0], entries[1:]
+    k, captures, guard, _, where = entry
+    s.at(*where)
+    test: Any = True if k is None else cmp(s, "eq", subject.tag, k, where)
+    if guard is not None:
+        read_captures = [read(s, c) if isinstance(c, LocalVar) else c for c in captures]
+        test = boolop(s, "and", test, lambda: guard(*read_captures), where)
+    orelse = (lambda: _enum_chain(s, subject, rest, arm, at)) if rest else None
+    if test is True:
+        arm(entry)()
+        return
+    if test is False:
+        if orelse is not None:
+            orelse()
+        return
+    if_(s, test, arm(entry), orelse, where)
 
 
 def _case_value(s: Scope, elem: str, alternative: Alternative, where: Pos) -> int:

@@ -15,7 +15,8 @@ it (no circle):
     library.py    math, `select`, barriers, plane ops (the functions a kernel may call)
     operators.py  + - * / // % ** << >> & | ^, comparisons, and/or/not, unary minus
     calls.py      f(x), obj.m(x), obj.a, F.new(x), comptime(expr)
-    variables.py  name = x, name += x, name: T = x
+    aggregates.py @cube_type structs and enums: building, fields, launch flattening
+    variables.py  name = x, name += x, name: T = x, p.field = x
     flow.py       if, while, for, unroll, break, continue, return (flags and predication)
     matching.py   match (folded on comptime values, a switch on runtime integers)
 
@@ -43,11 +44,11 @@ from cubelab.frontend.matching import match_
 from cubelab.frontend.memory import augsetitem, getitem, setitem, subslice
 from cubelab.frontend.operators import binop, boolop, cmp, not_, unary
 from cubelab.frontend.values import UNBOUND
-from cubelab.frontend.variables import assign, augassign, typed
+from cubelab.frontend.variables import assign, augassign, augsetfield, setfield, typed
 
 __all__ = [
-    "UNBOUND", "assign", "attr", "augassign", "augsetitem", "binop", "boolop", "brk", "call",
+    "UNBOUND", "assign", "attr", "augassign", "augsetfield", "augsetitem", "binop", "boolop", "brk", "call",
     "cmp", "comptime", "cont", "fn_enter", "fn_exit", "for_each", "for_range", "for_unroll",
-    "getitem", "guard", "if_", "ifexp", "match_", "method", "not_", "ret", "setitem",
+    "getitem", "guard", "if_", "ifexp", "match_", "method", "not_", "ret", "setfield", "setitem",
     "subslice", "typed", "unary", "while_",
 ]

@@ -33,10 +33,14 @@ bookkeeping), and a construct's refusal, analysis and rewrite are read together.
 from __future__ import annotations
 
 import ast
+import builtins
 import itertools
 from dataclasses import dataclass, field
 
 from cubelab.errors import KernelSourceError
+
+# Python's builtins: a keyword argument to one of them is refused at decoration
+_BUILTIN_NAMES = frozenset(n for n in dir(builtins) if not n.startswith("_"))
 
 _BINOPS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
            ast.FloorDiv: "floordiv", ast.Mod: "mod", ast.Pow: "pow", ast.LShift: "lshift",
@@ -376,6 +380,9 @@ class _Rewriter(ast.NodeTransformer):
                                   "assign element by element")
             return ast.Expr(self.call(
                 "setitem", [self.visit(target.value), self.visit(target.slice), value], node))
+        if isinstance(target, ast.Attribute):  # `p.x = v` on a @cube_type struct
+            return ast.Expr(self.call(
+                "setfield", [self.visit(target.value), ast.Constant(target.attr), value], node))
         if isinstance(target, (ast.Tuple, ast.List)):
             raise self.refuse(target, "tuple unpacking is not allowed in a kernel",
                               "assign one name per line")
@@ -398,6 +405,9 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(t, ast.Subscript):
             return ast.Expr(self.call("augsetitem", [self.visit(t.value), self.visit(t.slice),
                                                      ast.Constant(op), value], node))
+        if isinstance(t, ast.Attribute):
+            return ast.Expr(self.call("augsetfield", [self.visit(t.value), ast.Constant(t.attr),
+                                                      ast.Constant(op), value], node))
         raise self.refuse(t, "this assignment target is not allowed in a kernel")
 
     def _known_at_expansion(self, e: ast.expr) -> bool:
@@ -645,12 +655,15 @@ class _Rewriter(ast.NodeTransformer):
                                    ast.Lambda(empty, self.visit(node.orelse))], node)
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
-        if node.keywords:
+        f = node.func
+        if node.keywords and (any(k.arg is None for k in node.keywords) or (
+                isinstance(f, ast.Name) and f.id in _BUILTIN_NAMES)):
+            # field names are for @cube_type structs (`P(x=a, y=b)`); a call the rewriter can
+            # see is no struct is refused now, any other at expansion when the callee is known
             raise self.refuse(node, "keyword arguments are not allowed in kernel calls",
                               "pass arguments by position")
-        f = node.func
         if isinstance(f, ast.Name) and f.id == "comptime":
-            if len(node.args) != 1:
+            if len(node.args) != 1 or node.keywords:
                 raise self.refuse(node, "comptime(...) takes one expression")
             for sub in ast.walk(node.args[0]):
                 if type(sub) in (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.NamedExpr):
@@ -664,9 +677,15 @@ class _Rewriter(ast.NodeTransformer):
             return self.call("comptime", [thunk, env], node)
         args = [self.visit(a) for a in node.args]
         if isinstance(f, ast.Attribute):
-            return self.call("method", [self.visit(f.value), ast.Constant(f.attr),
-                                        ast.List(args, ast.Load())], node)
-        return self.call("call", [self.visit(f), ast.List(args, ast.Load())], node)
+            out = self.call("method", [self.visit(f.value), ast.Constant(f.attr),
+                                       ast.List(args, ast.Load())], node)
+        else:
+            out = self.call("call", [self.visit(f), ast.List(args, ast.Load())], node)
+        if node.keywords:
+            out.keywords.append(ast.keyword("kw", ast.Dict(
+                [ast.Constant(k.arg) for k in node.keywords],
+                [self.visit(k.value) for k in node.keywords])))
+        return out
 
     def visit_Subscript(self, node: ast.Subscript) -> ast.AST:
         if isinstance(node.slice, ast.Slice):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect as _pyinspect
 from typing import Any
 
+from cubelab.frontend import aggregates as _aggregates
 from cubelab.frontend import types as _types
 from cubelab.frontend.kernel import CubeFunction, KernelInstance
 from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind, f32, i32
@@ -34,9 +35,14 @@ def instance(kernel: CubeFunction, *types: ScalarKind, sizes: tuple[int, ...] = 
         raise TypeError(f"`{kernel.__name__}` needs types for {[g.name for g in tg]} and sizes "
                         f"for {[g.name for g in sg]}")
     mode = ExecutionMode.Checked if checked else ExecutionMode.Unchecked
+    # `comptime` holds one entry per Comptime argument and per @cube_type argument (a host
+    # instance, or its key), in signature order
+    compile_args = [p for p in kernel.params if p.kind in ("comptime", "aggregate")]
+    keys = tuple(_aggregates.key_of(p.spec, c, kernel.__name__, p.name)
+                 if p.kind == "aggregate" else c for p, c in zip(compile_args, comptime))
     return KernelInstance(kernel, mode, cube_dim or CubeDim.new_1d(1),
                           {g.name: t for g, t in zip(tg, types)},
-                          {g.name: s for g, s in zip(sg, sizes)}, tuple(comptime))
+                          {g.name: s for g, s in zip(sg, sizes)}, keys)
 
 
 def kernel_id(k: KernelInstance | KernelId) -> dict[str, Any]:
@@ -106,7 +112,9 @@ def default_instance(kernel: CubeFunction, cube_dim: CubeDim | None = None) -> K
     sig = _pyinspect.signature(kernel.fn)
     comptime = []
     for p in kernel.params:
-        if p.kind == "comptime":
+        if p.kind == "aggregate":
+            comptime.append(_aggregates.default_key(p.spec, kernel.__name__, p.name))
+        elif p.kind == "comptime":
             default = sig.parameters[p.name].default
             if default is _pyinspect.Parameter.empty:
                 inner = getattr(p.spec, "inner", None)
@@ -128,7 +136,9 @@ def instance_from_id(kernel: CubeFunction, kid: KernelId) -> KernelInstance:
     types = tuple(by_name[t] for t in type_names)
     sizes = tuple(int(fields[g.name.lower()]) for g in kernel.generics
                   if isinstance(g, GenericSize))
-    comptime = tuple(fields[p.name] for p in kernel.params if p.kind == "comptime")
+    comptime = tuple(fields[p.name] if p.kind == "comptime" else
+                     _aggregates.key_from_compilation_arg(p.spec, fields[p.name])
+                     for p in kernel.params if p.kind in ("comptime", "aggregate"))
     if len(types) != len([g for g in kernel.generics if isinstance(g, GenericScalar)]):
         raise ValueError(f"{kid.short()} does not match `{kernel.__name__}`'s generics")
     return instance(kernel, *types, sizes=sizes, cube_dim=kid.cube_dim, comptime=comptime,

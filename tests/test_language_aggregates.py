@@ -1,0 +1,99 @@
+"""@cube_type structs and enums as kernel values and launch arguments (CubeCL's
+`#[derive(CubeType, CubeLaunch)]`), cubelab's own rules; CubeCL's own tests with its inputs and
+expected outputs are in `test_cubecl_parity_types.py`. Kernels: `tests/fixtures/aggregate_kernels.py`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cubelab.inspect as ci
+from cubelab import CubeCount, CubeDim
+from cubelab.errors import LaunchError
+from cubelab.runtime import events as ev
+from tests.fixtures.aggregate_kernels import (
+    Acc,
+    Job,
+    run_job,
+    struct_through_helpers,
+)
+from tests.parity import buf, empty, read
+
+ONE = CubeCount.Static(1)
+
+
+def test_a_struct_built_in_a_kernel_goes_through_helpers_merges_after_a_branch_and_is_written_back(
+        client):
+    x = np.array([1, 2, 3, 4], np.float32)
+    xs, out, counts = buf(client, x), empty(client, 4), empty(client, 4, np.uint32)
+    struct_through_helpers.launch(client, ONE, CubeDim.new_1d(4), xs, out, counts)
+    prefix = np.cumsum(x)
+    big = x > 2
+    np.testing.assert_array_equal(read(client, out), np.where(big, prefix * 10, prefix))
+    np.testing.assert_array_equal(read(client, counts, np.uint32),
+                                  np.where(big, np.arange(1, 5), 100))
+
+
+def test_a_struct_launch_argument_flattens_into_a_buffer_a_scalar_and_a_comptime_field(client):
+    data = buf(client, [1.0, 2.0, 3.0])
+    run_job.launch(client, ONE, CubeDim.new_1d(4), Job(data, 2.0, "square"))
+    np.testing.assert_array_equal(read(client, data), [2.0, 8.0, 18.0])
+    run_job.launch(client, ONE, CubeDim.new_1d(4), Job(data, 0.5, "add"))
+    np.testing.assert_array_equal(read(client, data), [2.5, 8.5, 18.5])
+
+
+def test_each_comptime_field_value_is_a_kernel_id_and_a_repeat_is_a_cache_hit(client):
+    client.clear_cache()
+    data = buf(client, [1.0, 2.0])
+    with client.events.record(ev.CompileStarted, ev.CacheHit) as rec:
+        for mode, scale in (("square", 1.0), ("add", 1.0), ("square", 3.0)):
+            run_job.launch(client, ONE, CubeDim.new_1d(2), Job(data, scale, mode))
+        client.sync()
+    assert len(rec.of(ev.CompileStarted)) == 2, "two comptime values are two kernels"
+    assert len(rec.of(ev.CacheHit)) == 1, "a new runtime scalar is the same kernel"
+
+
+def test_the_kernel_id_shows_the_struct_type_and_its_fields_as_compilation_args():
+    ids = [ci.instance(run_job, comptime=(Job(None, 1.0, mode),)).id() for mode in ("a", "b")]
+    text = ids[0].debug()
+    assert "job: JobCompilationArg {" in text and "mode: a," in text and "scale: ()," in text
+    assert "data: BufferCompilationArg {" in text
+    assert ci.diff(ids[0], ids[1]) == ["`job` changed: JobCompilationArg {\n    data: "
+                                       "BufferCompilationArg {\n        inplace: None,\n    },\n"
+                                       "    scale: (),\n    mode: a,\n} → JobCompilationArg {\n"
+                                       "    data: BufferCompilationArg {\n        inplace: None,"
+                                       "\n    },\n    scale: (),\n    mode: b,\n}"]
+    rebuilt = ci.instance_from_id(run_job, ids[1])
+    assert rebuilt.id() == ids[1]
+
+
+def test_a_launch_struct_missing_a_field_names_the_kernel_the_argument_and_the_field(client):
+    job = Job(buf(client, [1.0]), 2.0, "square")
+    del job.scale
+    with pytest.raises(LaunchError, match=r"launch of `run_job`: argument `job` \(Job\) has no "
+                                          r"value for its field `scale`"):
+        run_job.launch(client, ONE, CubeDim.new_1d(1), job)
+
+
+def test_a_launch_struct_with_a_wrong_typed_field_names_the_kernel_the_argument_and_the_field(
+        client):
+    with pytest.raises(LaunchError, match=r"launch of `run_job`: argument `job.scale` is f32, "
+                                          r"got 'two'"):
+        run_job.launch(client, ONE, CubeDim.new_1d(1), Job(buf(client, [1.0]), "two", "square"))
+    with pytest.raises(LaunchError, match=r"launch of `run_job`: argument `job.data` is a "
+                                          r"SliceMut\[f32\]; pass BufferArg"):
+        run_job.launch(client, ONE, CubeDim.new_1d(1), Job(2.0, 1.0, "square"))
+    with pytest.raises(LaunchError, match=r"launch of `run_job`: argument `job` is a Job; pass "
+                                          r"Job\(\.\.\.\), got Acc"):
+        run_job.launch(client, ONE, CubeDim.new_1d(1), Acc(1.0, 2))
+
+
+def test_a_host_struct_is_built_like_a_dataclass_and_refuses_a_missing_field_at_once():
+    job = Job(data=None, scale=1.0, mode="x")
+    assert job == Job(None, 1.0, "x") and repr(job) == "Job(data=None, scale=1.0, mode='x')"
+    assert Job.__match_args__ == ("data", "scale", "mode")
+    with pytest.raises(TypeError, match=r"Job\(\.\.\.\) is missing the field `mode`"):
+        Job(None, 1.0)
+    with pytest.raises(TypeError, match="Job has no field `size`"):
+        Job(None, 1.0, "x", size=3)
