@@ -97,3 +97,93 @@ def test_a_host_struct_is_built_like_a_dataclass_and_refuses_a_missing_field_at_
         Job(None, 1.0)
     with pytest.raises(TypeError, match="Job has no field `size`"):
         Job(None, 1.0, "x", size=3)
+
+
+# -- enums -------------------------------------------------------------------------------------
+from tests.fixtures.aggregate_kernels import (  # noqa: E402
+    BStruct,
+    Scene,
+    Shape,
+    TestEnum,
+    kernel_runtime_variants_value,
+    kernel_scalar_enum,
+    scene_area,
+    shapes_with_guards,
+)
+from tests.fixtures.aggregate_kernels import RuntimeEnumSingleValue  # noqa: E402
+
+
+def test_a_runtime_enum_built_in_branches_matches_with_or_patterns_guards_and_a_wildcard(client):
+    kind = np.array([0, 0, 1, 1, 2, 1], np.uint32)
+    a = np.array([1, 3, 2, 4, 5, 1], np.float32)
+    b = np.array([9, 9, 5, 1, 5, 1], np.float32)
+    out, tags = empty(client, 6), empty(client, 6, np.uint32)
+    shapes_with_guards.launch(client, ONE, CubeDim.new_1d(8), buf(client, kind, np.uint32),
+                              buf(client, a), buf(client, b), out, tags)
+    np.testing.assert_array_equal(read(client, out),
+                                  np.where(kind == 0, 3 * a * a, np.where(kind == 1, a * b, 0)))
+    # Circle(r) | Rect(r, _) if r > 2 → 7; Rect(w, h) → w < h; anything else → 9
+    np.testing.assert_array_equal(read(client, tags, np.uint32), [9, 7, 1, 7, 9, 0])
+
+
+def test_a_runtime_enum_in_a_struct_launch_argument_and_chosen_by_a_conditional_expression(
+        client):
+    out = empty(client, 2)
+    scene_area.launch(client, ONE, CubeDim.new_1d(1), Scene(Shape.Rect(2.0, 3.0), 2.0), out)
+    np.testing.assert_array_equal(read(client, out), [12.0, 6.0])
+    scene_area.launch(client, ONE, CubeDim.new_1d(1), Scene(Shape.Circle(2.0), 0.5), out)
+    np.testing.assert_array_equal(read(client, out), [6.0, 3.0])
+
+
+def test_a_default_enums_variant_is_in_the_kernel_id_and_a_runtime_enums_is_not(client):
+    client.clear_cache()
+    with client.events.record(ev.CompileStarted, ev.CacheHit) as rec:
+        for value in (TestEnum.C(10), TestEnum.C(20), TestEnum.A(1, 2)):
+            kernel_scalar_enum.launch(client, ONE, CubeDim.new_1d(1), value, empty(client, 1))
+        for value in (RuntimeEnumSingleValue.A(), RuntimeEnumSingleValue.B(BStruct(1, 2))):
+            kernel_runtime_variants_value.launch_unchecked(client, ONE, CubeDim.new_1d(1), value,
+                                                           empty(client, 1))
+        client.sync()
+    assert len(rec.of(ev.CompileStarted)) == 3 and len(rec.of(ev.CacheHit)) == 2
+    kid = ci.instance(kernel_scalar_enum, comptime=(TestEnum.B(BStruct(1, 2)),)).id()
+    assert "test: TestEnumCompilationArg::B {" in kid.debug()
+    assert ci.instance_from_id(kernel_scalar_enum, kid).id() == kid
+
+
+def test_a_match_on_a_runtime_enum_is_one_switch_on_its_tag_in_wgsl_and_msl():
+    k = ci.instance(kernel_runtime_variants_value, checked=False)
+    assert "switch " in ci.wgsl(k) and "switch(" in ci.msl(k).replace("switch (", "switch(")
+
+
+def test_a_runtime_variants_enum_refuses_a_buffer_or_comptime_payload():
+    from cubelab.prelude import Slice, cube_type, f32
+
+    with pytest.raises(TypeError, match="a runtime-variants enum's payload holds runtime values"):
+        @cube_type(runtime_variants=True)
+        class Bad:
+            class A:
+                data: Slice[f32]
+    with pytest.raises(TypeError, match=r"`Shape` is an enum: build one of its variants"):
+        Shape()
+
+
+def test_trace_and_access_map_re_run_a_struct_launch_with_its_buffer_fields_copied(client):
+    data = buf(client, [1.0, 2.0, 3.0])
+    amap = ci.access_map(run_job.launch, client, ONE, CubeDim.new_1d(4),
+                         Job(data, 2.0, "square"))
+    writes = sorted(a.index for a in amap.accesses if a.kind == "write")
+    assert writes == [0, 1, 2] and {a.array for a in amap.accesses} == {"job.data"}
+    t = ci.trace(run_job.launch, client, ONE, CubeDim.new_1d(4), Job(data, 2.0, "square"),
+                 units=[1])
+    assert t.kernel == "run_job" and t.failure is None
+    if client.name() != "cpu<numpy>":  # the re-run worked on copies: the original is untouched
+        np.testing.assert_array_equal(read(client, data), [1.0, 2.0, 3.0])
+
+
+def test_explain_shows_a_struct_argument_field_by_field_on_one_line():
+    rows = dict((k, (v, why)) for k, v, why in ci.explain(
+        ci.instance(run_job, comptime=(Job(None, 1.0, "square"),))))
+    text, why = rows["info.job"]
+    assert text == ("JobCompilationArg { data: BufferCompilationArg { inplace: None, }, "
+                    "scale: (), mode: square, }")
+    assert "@cube_type" in why

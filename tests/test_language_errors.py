@@ -53,6 +53,24 @@ class Holder:
     data: SliceMut[f32]
 
 
+@cube_type(runtime_variants=True)
+class Sh:
+    class Dot:
+        r: f32
+
+    class Nil:
+        pass
+
+
+@cube_type
+class Ce:
+    class A:
+        v: f32
+
+    class B:
+        v: f32
+
+
 @cube(launch=True)
 def bad(x: Slice[f32], out: SliceMut[f32], hist: SliceMut[Atomic[u32]],
         v2: Slice[Vector[f32, 2]], v4: Slice[Vector[f32, 4]], n: u32):
@@ -71,6 +89,14 @@ CASES = [
      "pass a Holder as a launch argument", "Holder(out)"),
     ("missing struct field", ["p = Pt(x[i])"], "expand", "Pt(...) is missing the field `y`",
      "name each field once", "Pt(x[i])"),
+    ("a field of a runtime-variant enum before a match", ["s = Sh.Dot(x[i])", "out[i] = s.r"],
+     "expand", "its variant is known only at run time", "match it first", "s.r"),
+    ("a literal pattern on a runtime payload",
+     ["s = Sh.Dot(x[i])", "match s:", "    case Sh.Dot(1.0):", "        out[i] = 1.0"], "expand",
+     "a pattern cannot compare it at expansion", "test it in a guard", "Sh.Dot(1.0)"),
+    ("a comptime enum's variant changed by a runtime branch",
+     ["e = Ce.A(x[i])", "if x[i] > 0.0:", "    e = Ce.B(x[i])"], "expand",
+     "`e` holds a Ce.A but is assigned", "runtime_variants=True", "e = Ce.B(x[i])"),
     ("class", ["class Point:", "    pass"], "decorate", "classes cannot be defined",
      "define them outside", "class Point"),
     ("list comprehension", ["ys = [v for v in range(3)]"], "decorate",

@@ -42,7 +42,6 @@ are tested in a guard.
 from __future__ import annotations
 
 import sys
-import typing
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
@@ -135,23 +134,28 @@ def cube_type(cls: type | None = None, *, runtime_variants: bool = False) -> Any
     """Make a class a cube type: a struct (annotated fields) or an enum (nested classes, its
     variants). `@cube_type(runtime_variants=True)` keeps an enum's variant at run time
     (CubeCL's `#[cube(runtime_variants)]`)."""
+    # string annotations (`from __future__ import annotations`) may name the defining
+    # function's locals: resolve them in the caller's namespace too
+    caller = sys._getframe(1)
+    env = {**caller.f_globals, **caller.f_locals}
+
     def wrap(c: type) -> type:
         nested = [v for v in c.__dict__.values()
                   if isinstance(v, type) and v.__qualname__ == f"{c.__qualname__}.{v.__name__}"]
         if nested:
-            return _make_enum(c, nested, runtime_variants)
+            return _make_enum(c, nested, runtime_variants, env)
         if runtime_variants:
             raise TypeError(f"@cube_type(runtime_variants=True) is for enums, and `{c.__name__}` "
                             "has no variants (nested classes)")
-        _make_struct(c)
+        _make_struct(c, env)
         return c
     return wrap(cls) if cls is not None else wrap
 
 
-def _resolve_annotations(c: type) -> dict[str, Any]:
+def _resolve_annotations(c: type, caller: dict[str, Any]) -> dict[str, Any]:
     raw = dict(c.__dict__.get("__annotations__", {}))
     module = sys.modules.get(c.__module__)
-    env = dict(vars(module)) if module is not None else {}
+    env = {**(vars(module) if module is not None else {}), **caller}
     out: dict[str, Any] = {}
     for name, ann in raw.items():
         if isinstance(ann, str):
@@ -183,8 +187,9 @@ def _field(owner: str, name: str, ann: Any) -> Field:
                     "Comptime[T] or another @cube_type")
 
 
-def _make_struct(c: type, enum: EnumInfo | None = None, index: int = 0) -> StructInfo:
-    fields = [_field(c.__qualname__, n, a) for n, a in _resolve_annotations(c).items()]
+def _make_struct(c: type, env: dict[str, Any], enum: EnumInfo | None = None,
+                 index: int = 0) -> StructInfo:
+    fields = [_field(c.__qualname__, n, a) for n, a in _resolve_annotations(c, env).items()]
     info = StructInfo(c, fields, enum, index)
     c.__cube_struct__ = info  # type: ignore[attr-defined]
     c.__match_args__ = tuple(f.name for f in fields)  # type: ignore[attr-defined]
@@ -195,7 +200,7 @@ def _make_struct(c: type, enum: EnumInfo | None = None, index: int = 0) -> Struc
     return info
 
 
-def _make_enum(c: type, nested: list[type], runtime: bool) -> type:
+def _make_enum(c: type, nested: list[type], runtime: bool, env: dict[str, Any]) -> type:
     info = EnumInfo(c, runtime)
     c.__cube_enum__ = info  # type: ignore[attr-defined]
     c.__init__ = _enum_init  # type: ignore[assignment, method-assign]
@@ -203,7 +208,7 @@ def _make_enum(c: type, nested: list[type], runtime: bool) -> type:
         ns = {key: val for key, val in v.__dict__.items() if key not in ("__dict__", "__weakref__")}
         ns["__qualname__"] = f"{c.__qualname__}.{v.__name__}"
         variant = type(v.__name__, (c,), ns)
-        vinfo = _make_struct(variant, info, k)
+        vinfo = _make_struct(variant, env, info, k)
         if runtime:
             for f in vinfo.fields:
                 if f.kind in ("buffer", "comptime") or (
@@ -288,6 +293,7 @@ def _hash(self: Any) -> int:
 class RuntimeEnum:
     """A value of a runtime-variants enum in a kernel: the tag and every variant's payload."""
 
+    __cube_kernel__ = True  # a kernel value (operands.describe names it by its repr)
     info: EnumInfo
     tag: LocalVar  # u32: the variant's index
     payloads: list[Any]  # one kernel instance per variant, in declaration order
@@ -846,3 +852,27 @@ def key_from_compilation_arg(cls: type, arg: Any) -> Any:
     return tuple(values[f.name] if f.kind == "comptime" else
                  key_from_compilation_arg(f.spec, values[f.name])
                  for f in info.fields if f.kind in ("comptime", "aggregate"))
+
+
+def _is_host(x: Any) -> bool:
+    return struct_info(x) is not None and not isinstance(x, type) and \
+        not x.__dict__.get(_KERNEL)
+
+
+def map_host(x: Any, fn: Callable[[Any], Any]) -> Any:
+    """A host launch argument with `fn` applied to every field value of a cube type, nested ones
+    included (the inspector re-runs a launch on CPU copies of its buffers); others: `fn(x)`."""
+    if not _is_host(x):
+        return fn(x)
+    new = object.__new__(type(x))
+    new.__dict__.update({k: map_host(v, fn) for k, v in x.__dict__.items()})
+    return new
+
+
+def host_values(x: Any) -> Iterator[Any]:
+    """Every field value of a host argument of a cube type, nested ones included; else `x`."""
+    if not _is_host(x):
+        yield x
+        return
+    for v in x.__dict__.values():
+        yield from host_values(v)

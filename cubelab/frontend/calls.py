@@ -1,6 +1,8 @@
 """Calls at expand time: `f(x)`, `obj.m(x)`, `obj.a`, `F.new(x)`, `comptime(expr)`.
 
-`call` dispatches on what is called: a scalar type casts (`f32(x)`), anything with an
+`call` dispatches on what is called: a `@cube_type` class builds a struct or enum value
+(`aggregates.construct`; the only callee that takes keyword arguments), a scalar type casts
+(`f32(x)`), anything with an
 `_expand_call` (library intrinsics, `debug_print`, `@cube` helpers) expands itself, an array kind
 (`SharedMemory[f32](n)`, `Array[u32](n)`) declares memory, Python's `min`/`max`/`abs`/`round`/
 `pow` mean the kernel functions, and a plain Python function runs in Python when every argument

@@ -16,6 +16,11 @@ pattern, returning the captures the body and guard take as arguments.
   reach it; WGSL refuses a duplicate selector), and an arm left with none is not expanded.
 - An arm with a guard on a runtime subject needs a test a switch cannot express, so the whole
   match becomes an if/elif chain (`x == 1 or x == 2`, then `and guard`, short-circuit).
+- A `@cube_type` enum with runtime variants (`aggregates.RuntimeEnum`) is matched with class
+  patterns: each arm's matcher runs on every variant's payload at expansion, and the switch on
+  the tag gets one case per variant, expanded with that variant's fields bound (so an
+  or-pattern over two variants is expanded twice); a guard makes it an if/elif chain on the tag.
+  A default enum's value is a plain struct (its variant is comptime): the comptime path.
 
 The trap: a runtime match is refused on floats, bools and vectors (WGSL's switch takes one
 i32/u32), and its patterns must be comptime ints (no captures: a captured runtime value would

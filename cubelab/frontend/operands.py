@@ -12,7 +12,8 @@ Why a module of its own: these helpers used to live in `ops.py`, which also disp
 dodged by an import at the bottom of `ops.py`). Here they depend on nothing above `values` and
 `types`, so the vocabulary's modules import downward only:
 
-    values, types → operands → sequences, library, debug_print → operators → memory → calls
+    values, types → operands → aggregates, sequences, library, debug_print → operators
+      → memory → calls
       → variables → flow → matching → ops (the `__cl` face the expanded code calls)
 
 The trap: a Python value meeting a Python value stays Python (that is what comptime means); only
@@ -68,6 +69,8 @@ def describe(x: Any) -> str:
         return f"an atomic element of `{x.name}`"
     if isinstance(x, LocalVar):
         return f"the local `{x.name}`"
+    if getattr(x, "__cube_kernel__", False):  # a @cube_type value in a kernel (aggregates.py)
+        return repr(x)
     return f"{type(x).__name__} {x!r}"
 
 

@@ -21,6 +21,10 @@ bodies are `nonlocal`, pre-bound to `UNBOUND` at the top of `expand`.
 Everything outside the kernel language is refused here, at decoration time, with the line and a
 caret. New constructs slot in as one `visit_*` method and one `ops` function each.
 
+A call's keyword arguments are passed along as `kw={...}` for `@cube_type` structs
+(`P(x=a, y=b)`, checked at expansion, where the callee is known; a builtin's are refused here),
+and `p.x = v` / `p.x += v` become `__cl.setfield` / `__cl.augsetfield` (aggregates.py).
+
 A `match` hands each arm's body (a closure), its patterns as comptime values and its guard to
 `__cl.match_` (`matching.py` folds it or emits a switch); only the pattern shapes WGSL can
 express pass here (values, `a | b`, `_`), every other one is refused with its caret.

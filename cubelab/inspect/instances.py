@@ -16,6 +16,8 @@ from cubelab.frontend.kernel import CubeFunction, KernelInstance
 from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind, f32, i32
 from cubelab.runtime.kernel_id import CubeDim, ExecutionMode, KernelId
 
+_MISSING = object()
+
 __all__ = ["expanded", "source", "instance", "default_instance", "instance_from_id",
            "kernel_id", "explain", "diff"]
 
@@ -37,12 +39,23 @@ def instance(kernel: CubeFunction, *types: ScalarKind, sizes: tuple[int, ...] = 
     mode = ExecutionMode.Checked if checked else ExecutionMode.Unchecked
     # `comptime` holds one entry per Comptime argument and per @cube_type argument (a host
     # instance, or its key), in signature order
-    compile_args = [p for p in kernel.params if p.kind in ("comptime", "aggregate")]
-    keys = tuple(_aggregates.key_of(p.spec, c, kernel.__name__, p.name)
-                 if p.kind == "aggregate" else c for p, c in zip(compile_args, comptime))
+    # (an argument of a cube type left out takes its default key, as default_instance does)
+    given = iter(comptime)
+    keys: list[Any] = []
+    for p in kernel.params:
+        if p.kind not in ("comptime", "aggregate"):
+            continue
+        c = next(given, _MISSING)
+        if p.kind == "comptime":
+            if c is not _MISSING:
+                keys.append(c)
+        elif c is _MISSING:
+            keys.append(_aggregates.default_key(p.spec, kernel.__name__, p.name))
+        else:
+            keys.append(_aggregates.key_of(p.spec, c, kernel.__name__, p.name))
     return KernelInstance(kernel, mode, cube_dim or CubeDim.new_1d(1),
                           {g.name: t for g, t in zip(tg, types)},
-                          {g.name: s for g, s in zip(sg, sizes)}, keys)
+                          {g.name: s for g, s in zip(sg, sizes)}, tuple(keys))
 
 
 def kernel_id(k: KernelInstance | KernelId) -> dict[str, Any]:
@@ -96,6 +109,11 @@ def explain(k: KernelInstance | KernelId) -> list[tuple[str, str, str]]:
             why = "a runtime scalar: no compile-time part, a new value never recompiles"
         elif text.startswith("BufferCompilationArg"):
             why = "a buffer: only its compile-time part (in-place reuse) is in the key, not its data"
+            text = " ".join(text.split())
+        elif "CompilationArg" in text.split(" ", 1)[0]:
+            why = ("a @cube_type struct or enum, field by field: its buffers and scalars are "
+                   "launch data (), its Comptime fields and a default enum's variant are "
+                   "compile-time: each value is a kernel")
             text = " ".join(text.split())
         else:
             why = "a compile-time value (vector width or Comptime argument): each value is a kernel"

@@ -34,6 +34,7 @@ from cubelab.ir.printer import print_kernel
 from cubelab.runtime.cpu import LaunchReport, cpu_server
 from cubelab.runtime.cpu.trace import TraceStep
 from cubelab.runtime.device import Device
+from cubelab.frontend import aggregates
 from cubelab.runtime.handle import BufferArg, TensorArg
 
 __all__ = ["Trace", "TraceStep", "trace", "unit_position"]
@@ -174,7 +175,8 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
 def _failure_of(client: Any, args: tuple[Any, ...]) -> BaseException | None:
     """The root cause a traced launch left on its buffers (a failure is buffer state: the
     launch itself returned normally, with its steps cut off where it stopped)."""
-    handles = [a.handle for a in args if isinstance(a, (BufferArg, TensorArg))]
+    handles = [a.handle for x in args for a in aggregates.host_values(x)
+               if isinstance(a, (BufferArg, TensorArg))]
     try:
         client.check(handles)
     except BufferFailure as exc:
@@ -240,15 +242,15 @@ def _copy_to_cpu(client: Any, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ..
             copies[handle.id] = cpu.create_from_slice(client.read_one(handle))
         return copies[handle.id]
 
-    out: list[Any] = []
-    for a in args:
+    def rehome(a: Any) -> Any:
         if isinstance(a, TensorArg):
-            out.append(TensorArg(copy(a.handle), a.shape, a.strides, a.length))
-        elif isinstance(a, BufferArg):
-            out.append(BufferArg(copy(a.handle), a.length))
-        else:
-            out.append(a)
-    return cpu, tuple(out)
+            return TensorArg(copy(a.handle), a.shape, a.strides, a.length)
+        if isinstance(a, BufferArg):
+            return BufferArg(copy(a.handle), a.length)
+        return a
+
+    # a @cube_type argument's buffer fields are copied too
+    return cpu, tuple(aggregates.map_host(a, rehome) for a in args)
 
 
 def _total_units(count: Any, dim: Any) -> int:

@@ -44,6 +44,7 @@ def _zoo() -> list[tuple[str, Any]]:
         ("morton_bits", instance(k.morton_bits, cube_dim=d1)),
         ("plane_scan", instance(k.plane_scan, cube_dim=d1)),
         ("tiny_vm", instance(k.tiny_vm, cube_dim=d1)),
+        ("shape_area", instance(k.shape_area, cube_dim=d1)),
     ]
 
 

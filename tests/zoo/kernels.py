@@ -385,3 +385,38 @@ def tiny_vm(x: Slice[f32], code: Slice[u32], args: Slice[f32], out: SliceMut[f32
                     pass
         for k in unroll(range(4)):
             out[base + k] = regs[k]
+
+
+@cube_type(runtime_variants=True)
+class Shape:
+    """A shape whose kind is chosen per unit at run time: a u32 tag plus each variant's fields
+    (docs/language.md, Structs and enums)."""
+
+    class Circle:
+        r: f32
+
+    class Rect:
+        w: f32
+        h: f32
+
+
+@cube
+def shape_area_of(s: Shape) -> f32:
+    match s:
+        case Shape.Circle(r):
+            return f32(3.14159265) * r * r
+        case Shape.Rect(w, h):
+            return w * h
+
+
+@cube(launch=True)
+def shape_area(kind: Slice[u32], a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):
+    """out[i] = the area of circle a[i] (kind 0) or of rectangle a[i] × b[i] (otherwise): the
+    shape is built in a runtime branch and matched with a `switch` on its tag."""
+    i = ABSOLUTE_POS
+    if i < out.len():
+        if kind[i] == u32(0):
+            s = Shape.Circle(a[i])
+        else:
+            s = Shape.Rect(a[i], b[i])
+        out[i] = shape_area_of(s)

@@ -292,3 +292,15 @@ def test_tiny_vm_runs_a_program_of_opcodes_through_a_switch(client, units):
         elif op == 4:
             want = np.maximum(want, a)
     np.testing.assert_allclose(read_f32(client, out), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [1, 200])
+def test_shape_area_with_a_runtime_variant_enum_matches_numpy(client, n):
+    kind = RNG.integers(0, 2, n).astype(np.uint32)
+    a = RNG.uniform(0.5, 3.0, n).astype(np.float32)
+    b = RNG.uniform(0.5, 3.0, n).astype(np.float32)
+    out = out_f32(client, n)
+    k.shape_area.launch(client, cubes(n), CubeDim.new_1d(BLOCK), arg(up(client, kind)),
+                        arg(up(client, a)), arg(up(client, b)), arg(out))
+    want = np.where(kind == 0, np.float32(3.14159265) * a * a, a * b)
+    np.testing.assert_allclose(read_f32(client, out), want, rtol=1e-6)
