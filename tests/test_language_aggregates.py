@@ -187,3 +187,32 @@ def test_explain_shows_a_struct_argument_field_by_field_on_one_line():
     assert text == ("JobCompilationArg { data: BufferCompilationArg { inplace: None, }, "
                     "scale: (), mode: square, }")
     assert "@cube_type" in why
+
+
+def test_redefining_a_struct_with_another_field_type_makes_another_kernel_id():
+    """A re-run notebook cell: the same kernel source over a struct whose field changed type
+    must not reuse the pipeline built for the old layout."""
+    import linecache
+    import textwrap
+    import types
+
+    ids = []
+    for field_type in ("f32", "u32"):
+        src = textwrap.dedent(f"""
+            from cubelab.prelude import *
+
+            @cube_type
+            class Cfg:
+                scale: {field_type}
+
+            @cube(launch=True)
+            def apply(cfg: Cfg, out: SliceMut[f32]):
+                out[0] = f32.cast_from(cfg.scale)
+            """)
+        name = f"<redefined-cell-{field_type}>"
+        linecache.cache[name] = (len(src), None, src.splitlines(True), name)
+        cell = types.ModuleType("redefined_cell")
+        exec(compile(src, name, "exec"), cell.__dict__)  # noqa: S102 - the test's own cell
+        ids.append(ci.default_instance(cell.apply).id())
+    assert ids[0].debug() == ids[1].debug(), "same kernel, same argument kinds"
+    assert ids[0] != ids[1], "but the struct's layout changed: another kernel"

@@ -28,10 +28,8 @@ u32)` is `class A: x: i32; y: u32` — Python has no tuple variants, and `__matc
   tag plus one slot per variant's field (a union as plain values; the slots of the variants
   it is not hold zero). `match` on it is an `scf.switch` on the tag (`matching.py`), each arm
   bound to its variant's slots. Its payloads hold runtime values only (no buffers, no comptime).
-- At launch (`launch.py`, `instance.py`) a host instance is flattened in field order: buffer
-  fields are bindings, value fields info-block scalars, comptime fields and a default enum's
-  variant join the KernelId (`compilation_arg` shows them in the KernelId as CubeCL's
-  `...CompilationArg` does); a runtime enum's tag is a u32 scalar.
+- At launch a host instance is flattened into bindings, scalars and its part of the KernelId:
+  `aggregate_launch.py`.
 
 The trap: a kernel instance is an object of the user's class holding expand-time values. Its
 fields are `_Field` locals, which refuse `==` (a pattern such as `case E.A(1, y):` would
@@ -43,13 +41,13 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
-from cubelab.errors import LaunchError
 from cubelab.frontend.operands import (
     KERNEL_VALUES,
     Pos,
     const,
+    describe,
     error,
     is_py,
     read,
@@ -61,12 +59,12 @@ from cubelab.frontend.types import (
     BufferSpec,
     ComptimeSpec,
     GenericScalar,
-    GenericSize,
     ScalarKind,
     VectorSpec,
     bool_,
+    from_type_param,
 )
-from cubelab.frontend.values import RV, BufferRef, LocalVar
+from cubelab.frontend.values import RV, LocalVar
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import U32, Pointer, Ty
 
@@ -169,8 +167,6 @@ def _resolve_annotations(c: type, caller: dict[str, Any]) -> dict[str, Any]:
 
 
 def _field(owner: str, name: str, ann: Any) -> Field:
-    from cubelab.frontend.types import from_type_param
-
     ann = from_type_param(ann)
     if ann is bool:
         ann = bool_
@@ -229,6 +225,21 @@ def _runtime_only(cls: type) -> bool:
         return False
     return all(f.kind == "value" or (f.kind == "aggregate" and _runtime_only(f.spec))
                for f in si.fields)
+
+
+def signature(cls: type) -> str:
+    """A cube type's declaration as text (fields, their types, variants, nested types): part of
+    the origin of every kernel that names it, so a re-run notebook cell that changes a field's
+    type makes a new KernelId instead of reusing a pipeline built for the old layout."""
+    e = enum_info(cls)
+    if e is not None and struct_info(cls) is None:
+        kind = "enum(runtime_variants)" if e.runtime else "enum"
+        return f"{kind} {e.name} {{{'; '.join(signature(v) for v in e.variants)}}}"
+    info = struct_info(cls)
+    assert info is not None
+    fields = ", ".join(f"{f.name}: {signature(f.spec) if f.kind == 'aggregate' else repr(f.spec)}"
+                       for f in info.fields)
+    return f"{info.name}({fields})"
 
 
 def _host_init(self: Any, *args: Any, **kwargs: Any) -> None:
@@ -303,6 +314,12 @@ class RuntimeEnum:
         return f"the runtime enum {self.info.name} (in a kernel)"
 
 
+def is_host_instance(x: Any) -> bool:
+    """A host (launch) instance of a cube type, built by the user's own call."""
+    return struct_info(x) is not None and not isinstance(x, type) and \
+        not x.__dict__.get(_KERNEL)
+
+
 def is_kernel_instance(x: Any) -> bool:
     return struct_info(x) is not None and not isinstance(x, type) and \
         bool(x.__dict__.get(_KERNEL))
@@ -312,15 +329,16 @@ def is_aggregate_value(x: Any) -> bool:
     return isinstance(x, RuntimeEnum) or is_kernel_instance(x)
 
 
-def _instance(cls: type, fields: dict[str, Any]) -> Any:
+def instance(cls: type, fields: dict[str, Any], fresh: bool = True) -> Any:
+    """A kernel instance of `cls` holding `fields` (expand-time values)."""
     obj = object.__new__(cls)
     obj.__dict__.update(fields)
     obj.__dict__[_KERNEL] = True
-    obj.__dict__[_FRESH] = True
+    obj.__dict__[_FRESH] = fresh
     return obj
 
 
-def _label(name: str, field: str) -> str:
+def field_label(name: str, field: str) -> str:
     return f"{name}.{field}" if name else field
 
 
@@ -330,7 +348,7 @@ def _value_ty(s: Scope, spec: Any) -> Ty:
     return Ty(spec.resolve(s).elem)
 
 
-def _new_field(s: Scope, ty: Ty, label: str) -> _Field:
+def new_field(s: Scope, ty: Ty, label: str) -> _Field:
     return _Field(s.declare_var(ty, label), label)
 
 
@@ -352,8 +370,6 @@ def _store_field(s: Scope, var: LocalVar, x: Any, owner: str, fname: str) -> Non
 
 
 def _what(x: Any) -> str:
-    from cubelab.frontend.operands import describe
-
     return describe(x)
 
 
@@ -395,13 +411,13 @@ def _build(s: Scope, info: StructInfo, values: dict[str, Any], at: Pos, name: st
                             "pass a Python value or comptime(...)", at)
             fields[f.name] = x
         elif f.kind == "aggregate":
-            fields[f.name] = _own(s, f.spec, read(s, x), _label(label, f.name),
+            fields[f.name] = _own(s, f.spec, read(s, x), field_label(label, f.name),
                                   f"the field `{f.name}` of {info.name}")
         else:
-            var = _new_field(s, _value_ty(s, f.spec), _label(label, f.name))
+            var = new_field(s, _value_ty(s, f.spec), field_label(label, f.name))
             _store_field(s, var, x, info.name, f.name)
             fields[f.name] = var
-    return _instance(info.cls, fields)
+    return instance(info.cls, fields)
 
 
 def _own(s: Scope, cls: type, x: Any, label: str, what: str) -> Any:
@@ -439,7 +455,7 @@ def zeroed(s: Scope, like: Any, label: str, store: bool = False) -> Any:
     """New storage shaped as `like` (a kernel value): every runtime field a new local (stored
     with zero when `store`), comptime and buffer fields shared."""
     if isinstance(like, RuntimeEnum):
-        tag = _new_field(s, U32, _label(label, "tag"))
+        tag = new_field(s, U32, field_label(label, "tag"))
         if store:
             store_local(s, tag, RV(const(s, 0, U32)))
         return RuntimeEnum(like.info, tag, [zeroed(s, p, label, store) for p in like.payloads],
@@ -452,17 +468,15 @@ def zeroed(s: Scope, like: Any, label: str, store: bool = False) -> Any:
         if f.kind == "value":
             ptr = cur.ptr.type
             assert isinstance(ptr, Pointer) and isinstance(ptr.pointee, Ty)
-            var = _new_field(s, ptr.pointee, _label(label, f.name))
+            var = new_field(s, ptr.pointee, field_label(label, f.name))
             if store:
                 store_local(s, var, RV(const(s, 0, ptr.pointee)))
             fields[f.name] = var
         elif f.kind == "aggregate":
-            fields[f.name] = zeroed(s, cur, _label(label, f.name), store)
+            fields[f.name] = zeroed(s, cur, field_label(label, f.name), store)
         else:
             fields[f.name] = cur
-    obj = _instance(type(like), fields)
-    obj.__dict__[_FRESH] = False
-    return obj
+    return instance(type(like), fields, fresh=False)
 
 
 def _zero_payload(s: Scope, variant: type, label: str) -> Any:
@@ -473,7 +487,7 @@ def _zero_payload(s: Scope, variant: type, label: str) -> Any:
     for f in info.fields:
         if f.kind == "value":
             ty = _value_ty(s, f.spec)
-            var = _new_field(s, ty, _label(label, f.name))
+            var = new_field(s, ty, field_label(label, f.name))
             store_local(s, var, RV(const(s, 0, ty)))
             fields[f.name] = var
         else:
@@ -482,17 +496,15 @@ def _zero_payload(s: Scope, variant: type, label: str) -> Any:
             if sub is None:
                 raise error(s, f"`{info.name}.{f.name}`: an enum inside a runtime-variants "
                             "enum's payload is not supported", "use a struct payload")
-            fields[f.name] = _zero_payload(s, f.spec, _label(label, f.name))
-    obj = _instance(variant, fields)
-    obj.__dict__[_FRESH] = False
-    return obj
+            fields[f.name] = _zero_payload(s, f.spec, field_label(label, f.name))
+    return instance(variant, fields, fresh=False)
 
 
 def _runtime_enum(s: Scope, e: EnumInfo, index: int, payload: Any) -> RuntimeEnum:
     label = e.name.rsplit(".", 1)[-1].lower()
-    tag = _new_field(s, U32, _label(label, "tag"))
+    tag = new_field(s, U32, field_label(label, "tag"))
     store_local(s, tag, RV(const(s, index, U32)))
-    payloads = [payload if k == index else _zero_payload(s, v, _label(label, v.__name__.lower()))
+    payloads = [payload if k == index else _zero_payload(s, v, field_label(label, v.__name__.lower()))
                 for k, v in enumerate(e.variants)]
     _set_fresh(payload, False)
     return RuntimeEnum(e, tag, payloads)
@@ -519,7 +531,7 @@ def copy_into(s: Scope, dest: Any, src: Any, label: str) -> None:
         if f.kind == "value":
             store_local(s, d, read(s, x))
         elif f.kind == "aggregate":
-            copy_into(s, d, x, _label(label, f.name))
+            copy_into(s, d, x, field_label(label, f.name))
         elif f.kind == "comptime":
             if not (d is x or d == x):
                 raise error(s, f"`{label}.{f.name}` is a Comptime field fixed when the struct "
@@ -602,277 +614,4 @@ def set_field(s: Scope, obj: Any, name: str, x: Any, at: Pos) -> None:
     _store_field(s, obj.__dict__[name], x, info.name, name)
 
 
-# -- launch ------------------------------------------------------------------------------------
-Leaf = tuple[str, str, Any, Any]  # ("buffer" | "scalar", label, spec, host value)
-
-
-def generics_of(cls: type, seen: set[int] | None = None) -> Iterator[Any]:
-    """The generics a cube type's fields name (bound at launch as the signature's are)."""
-    seen = seen if seen is not None else set()
-    if id(cls) in seen:
-        return
-    seen.add(id(cls))
-    e = enum_info(cls)
-    infos = [struct_info(v) for v in e.variants] if e is not None and struct_info(cls) is None \
-        else [struct_info(cls)]
-    for info in infos:
-        assert info is not None
-        for f in info.fields:
-            if f.kind == "buffer":
-                yield f.spec.elem_spec
-                yield f.spec.width_spec
-            elif f.kind == "value":
-                yield f.spec.elem if isinstance(f.spec, VectorSpec) else f.spec
-            elif f.kind == "aggregate":
-                yield from generics_of(f.spec, seen)
-
-
-def flatten(cls: type, host: Any, kernel: str, label: str) -> tuple[Any, list[Leaf]]:
-    """A host instance as launch data: its comptime key (part of the KernelId) and its leaves
-    (buffers and scalars, in field order). Mistakes name the kernel, argument and field."""
-    leaves: list[Leaf] = []
-    key = _flatten(cls, host, kernel, label, leaves)
-    return key, leaves
-
-
-def _flatten(cls: type, host: Any, kernel: str, label: str, leaves: list[Leaf]) -> Any:
-    e = enum_info(cls)
-    what = cls.__qualname__
-    if not isinstance(host, cls) or host.__dict__.get(_KERNEL) or (
-            struct_info(host) is None):
-        want = f"one of its variants ({', '.join(f'{what}.{v.__name__}(...)' for v in e.variants)})" \
-            if e is not None and struct_info(cls) is None else f"{what}(...)"
-        raise LaunchError(f"launch of `{kernel}`: argument `{label}` is a {what}; pass {want}, "
-                          f"got {type(host).__name__} {host!r}")
-    info = struct_info(host)
-    assert info is not None
-    if e is not None and e.runtime:
-        leaves.append(("scalar", _label(label, "tag"), _U32_KIND(), info.index))
-        for k, v in enumerate(e.variants):
-            if k == info.index:
-                _fields(info, host, kernel, label, leaves)
-            else:
-                _zero_leaves(v, _label(label, v.__name__), leaves)
-        return ("runtime",)
-    key = _fields(info, host, kernel, label, leaves)
-    return (info.index, key) if e is not None else key
-
-
-def _U32_KIND() -> ScalarKind:
-    from cubelab.frontend.types import u32
-
-    return u32
-
-
-def _fields(info: StructInfo, host: Any, kernel: str, label: str, leaves: list[Leaf]) -> Any:
-    key: list[Any] = []
-    for f in info.fields:
-        where = _label(label, f.name)
-        if f.name not in host.__dict__:
-            raise LaunchError(f"launch of `{kernel}`: argument `{label}` ({info.name}) has no "
-                              f"value for its field `{f.name}`; set it, e.g. "
-                              f"{info.name}({', '.join(x.name + '=...' for x in info.fields)})")
-        x = host.__dict__[f.name]
-        if f.kind == "buffer":
-            leaves.append(("buffer", where, f.spec, x))
-        elif f.kind == "value":
-            if not isinstance(f.spec, ScalarKind):
-                raise LaunchError(
-                    f"launch of `{kernel}`: field `{where}` is {f.spec!r}; a launch passes "
-                    "scalars of a concrete type (f32, i32, u32, bool) — declare the field so, "
-                    "or build the struct inside the kernel")
-            leaves.append(("scalar", where, f.spec, x))
-        elif f.kind == "comptime":
-            try:
-                hash(x)
-            except TypeError:
-                raise LaunchError(f"launch of `{kernel}`: Comptime field `{where}` must be "
-                                  f"hashable (it is part of the KernelId), got {x!r}") from None
-            key.append(x)
-        else:
-            key.append(_flatten(f.spec, x, kernel, where, leaves))
-    return tuple(key)
-
-
-def _zero_leaves(variant: type, label: str, leaves: list[Leaf]) -> None:
-    info = struct_info(variant)
-    assert info is not None
-    for f in info.fields:
-        if f.kind == "value":
-            leaves.append(("scalar", _label(label, f.name), f.spec, 0))
-        else:
-            _zero_leaves(f.spec, _label(label, f.name), leaves)
-
-
-def compilation_arg(cls: type, key: Any) -> Any:
-    """What an argument of a cube type shows in the KernelId (CubeCL's `...CompilationArg`)."""
-    from cubelab.runtime.kernel_id import BUFFER_COMPILATION_ARG, SCALAR_COMPILATION_ARG, \
-        DebugStruct
-
-    def struct(info: StructInfo, name: str, k: Any) -> DebugStruct:
-        it = iter(k)
-        out: list[tuple[str, Any]] = []
-        for f in info.fields:
-            if f.kind == "buffer":
-                out.append((f.name, BUFFER_COMPILATION_ARG))
-            elif f.kind == "value":
-                out.append((f.name, SCALAR_COMPILATION_ARG))
-            elif f.kind == "comptime":
-                out.append((f.name, next(it)))
-            else:
-                out.append((f.name, compilation_arg(f.spec, next(it))))
-        return DebugStruct(name, tuple(out))
-
-    e = enum_info(cls)
-    if e is not None and struct_info(cls) is None:
-        base = f"{e.name}CompilationArg"
-        if e.runtime:
-            return DebugStruct(f"{base}::Runtime")
-        index, payload = key
-        v = struct_info(e.variants[index])
-        assert v is not None
-        return struct(v, f"{base}::{e.variants[index].__name__}", payload)
-    info = struct_info(cls)
-    assert info is not None
-    return struct(info, f"{info.name}CompilationArg", key)
-
-
-def define_arg(s: Scope, cls: type, key: Any, label: str,
-               new_buffer: Callable[[str, BufferSpec], BufferRef],
-               new_scalar: Callable[[str, ScalarKind], Any]) -> Any:
-    """The kernel value of a launch argument of a cube type, its IR values made by the
-    callbacks in the order `flatten` registered them."""
-    e = enum_info(cls)
-    if e is not None and struct_info(cls) is None:
-        if e.runtime:
-            tag = _new_field(s, U32, _label(label, "tag"))
-            store_local(s, tag, new_scalar(_label(label, "tag"), _U32_KIND()))
-            payloads = [_define_runtime(s, v, _label(label, v.__name__), new_scalar)
-                        for v in e.variants]
-            return RuntimeEnum(e, tag, payloads, fresh=False)
-        index, payload = key
-        return _define_struct(s, e.variants[index], payload, label, new_buffer, new_scalar)
-    return _define_struct(s, cls, key, label, new_buffer, new_scalar)
-
-
-def _define_struct(s: Scope, cls: type, key: Any, label: str,
-                   new_buffer: Callable[[str, BufferSpec], BufferRef],
-                   new_scalar: Callable[[str, ScalarKind], Any]) -> Any:
-    info = struct_info(cls)
-    assert info is not None
-    it = iter(key)
-    fields: dict[str, Any] = {}
-    for f in info.fields:
-        where = _label(label, f.name)
-        if f.kind == "buffer":
-            fields[f.name] = new_buffer(where, f.spec)
-        elif f.kind == "value":
-            var = _new_field(s, Ty(f.spec.elem), where)
-            store_local(s, var, new_scalar(where, f.spec))
-            fields[f.name] = var
-        elif f.kind == "comptime":
-            fields[f.name] = next(it)
-        else:
-            fields[f.name] = define_arg(s, f.spec, next(it), where, new_buffer, new_scalar)
-    obj = _instance(cls, fields)
-    obj.__dict__[_FRESH] = False
-    return obj
-
-
-def _define_runtime(s: Scope, variant: type, label: str,
-                    new_scalar: Callable[[str, ScalarKind], Any]) -> Any:
-    info = struct_info(variant)
-    assert info is not None
-    fields: dict[str, Any] = {}
-    for f in info.fields:
-        where = _label(label, f.name)
-        if f.kind == "value":
-            var = _new_field(s, Ty(f.spec.elem), where)
-            store_local(s, var, new_scalar(where, f.spec))
-            fields[f.name] = var
-        else:
-            fields[f.name] = _define_runtime(s, f.spec, where, new_scalar)
-    obj = _instance(variant, fields)
-    obj.__dict__[_FRESH] = False
-    return obj
-
-
-def shown(x: Any) -> Any:
-    """A host launch argument as the inspector shows it: a cube type as its fields."""
-    info = struct_info(x)
-    if info is None or isinstance(x, type):
-        return x
-    return {f.name: shown(x.__dict__.get(f.name)) for f in info.fields}
-
-
 __all__ = ["RuntimeEnum", "cube_type", "is_aggregate_value", "is_cube_type"]
-
-
-def key_of(cls: type, x: Any, kernel: str, label: str) -> Any:
-    """The KernelId part of an argument of a cube type given as a host instance, or as the key
-    itself (the inspector's `instance(...)`)."""
-    if isinstance(x, cls):
-        return flatten(cls, x, kernel, label)[0]
-    return x
-
-
-def default_key(cls: type, kernel: str, label: str) -> Any:
-    """The key of an argument of a cube type before any launch (the inspector's default view):
-    runtime fields have none; a default enum takes its first variant; a Comptime field has no
-    default, so a TypeError says to pass an instance."""
-    e = enum_info(cls)
-    if e is not None and struct_info(cls) is None:
-        if e.runtime:
-            return ("runtime",)
-        return (0, default_key(e.variants[0], kernel, label))
-    info = struct_info(cls)
-    assert info is not None
-    key: list[Any] = []
-    for f in info.fields:
-        if f.kind == "comptime":
-            raise TypeError(f"`{kernel}` has the argument `{label}` whose field `{f.name}` is "
-                            "Comptime: pass an instance (inspect.instance(..., comptime=(...)))")
-        if f.kind == "aggregate":
-            key.append(default_key(f.spec, kernel, _label(label, f.name)))
-    return tuple(key)
-
-
-def key_from_compilation_arg(cls: type, arg: Any) -> Any:
-    """Invert `compilation_arg`: the key a KernelId's info field stands for."""
-    e = enum_info(cls)
-    if e is not None and struct_info(cls) is None:
-        if e.runtime:
-            return ("runtime",)
-        variant = arg.name.rsplit("::", 1)[-1]
-        index = [v.__name__ for v in e.variants].index(variant)
-        return (index, key_from_compilation_arg(e.variants[index], arg))
-    info = struct_info(cls)
-    assert info is not None
-    values = dict(arg.fields)
-    return tuple(values[f.name] if f.kind == "comptime" else
-                 key_from_compilation_arg(f.spec, values[f.name])
-                 for f in info.fields if f.kind in ("comptime", "aggregate"))
-
-
-def _is_host(x: Any) -> bool:
-    return struct_info(x) is not None and not isinstance(x, type) and \
-        not x.__dict__.get(_KERNEL)
-
-
-def map_host(x: Any, fn: Callable[[Any], Any]) -> Any:
-    """A host launch argument with `fn` applied to every field value of a cube type, nested ones
-    included (the inspector re-runs a launch on CPU copies of its buffers); others: `fn(x)`."""
-    if not _is_host(x):
-        return fn(x)
-    new = object.__new__(type(x))
-    new.__dict__.update({k: map_host(v, fn) for k, v in x.__dict__.items()})
-    return new
-
-
-def host_values(x: Any) -> Iterator[Any]:
-    """Every field value of a host argument of a cube type, nested ones included; else `x`."""
-    if not _is_host(x):
-        yield x
-        return
-    for v in x.__dict__.values():
-        yield from host_values(v)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from cubelab.errors import CubeError, KernelSourceError
-from cubelab.frontend import aggregates
+from cubelab.frontend import aggregate_launch
 from cubelab.frontend.types import BufferSpec, GenericScalar, ScalarKind
 from cubelab.frontend.values import RV, BufferRef
 from cubelab.ir.core import BufferParam, KernelDefinition, ScalarParam
@@ -60,7 +60,7 @@ class KernelInstance:
             elif p.kind == "scalar":
                 fields.append((p.name, SCALAR_COMPILATION_ARG))
             elif p.kind == "aggregate":
-                fields.append((p.name, aggregates.compilation_arg(p.spec, next(it))))
+                fields.append((p.name, aggregate_launch.compilation_arg(p.spec, next(it))))
             else:
                 fields.append((p.name, next(it)))
         self.info = DebugStruct(f"{self.name}Info", tuple(fields))
@@ -109,7 +109,7 @@ class KernelInstance:
             elif p.kind == "scalar":
                 args.append(new_scalar(p.name, p.spec))
             elif p.kind == "aggregate":  # flattened in the order launch registered it
-                args.append(aggregates.define_arg(scope, p.spec, next(comptimes), p.name,
+                args.append(aggregate_launch.define_arg(scope, p.spec, next(comptimes), p.name,
                                                   new_buffer, new_scalar))
             else:
                 args.append(next(comptimes))

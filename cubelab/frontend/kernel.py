@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from cubelab.errors import KernelCallError, KernelSourceError, api_boundary
-from cubelab.frontend import aggregates, ops
+from cubelab.frontend import aggregate_launch, aggregates, ops
 from cubelab.frontend.operands import KERNEL_VALUES, error
 from cubelab.frontend.instance import KernelInstance
 from cubelab.frontend.launch import Launcher, NoLauncher
@@ -227,7 +227,7 @@ class CubeFunction:
                 add(p.spec.elem_spec)
                 add(p.spec.width_spec)
             elif p.kind == "aggregate":
-                for g in aggregates.generics_of(p.spec):
+                for g in aggregate_launch.generics_of(p.spec):
                     add(g)
         # a generic named only in the body (`for k in unroll(range(N))`, `F.new(0.0)`) is bound
         # at launch too, after those of the signature
@@ -256,10 +256,15 @@ class CubeFunction:
                 return
             seen.add(id(f))
             parts.append(f.source)
+            # the @cube_type classes it takes or builds: their layout is compiled in
+            types = [p.spec for p in f.params if aggregates.is_cube_type(p.spec)]
             for name in f.rewritten.free_names:
                 g = f.fn.__globals__.get(name)
                 if isinstance(g, CubeFunction):
                     visit(g)
+                elif aggregates.is_cube_type(g):
+                    types.append(g)
+            parts.extend(aggregates.signature(t) for t in types)
 
         visit(self)
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cubelab.errors import LaunchError, api_boundary
-from cubelab.frontend import aggregates
+from cubelab.frontend import aggregate_launch
 from cubelab.frontend.instance import KernelInstance
 from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind, bool_, f32, u32
 from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
@@ -320,9 +320,9 @@ class BoundLauncher:
                 else:
                     group.append(v)
             elif kind == "aggregate":
-                # a @cube_type struct or enum: its fields in order (aggregates.flatten); the
+                # a @cube_type struct or enum: its fields in order (aggregate_launch.flatten); the
                 # comptime ones (and a default enum's variant) are its part of the KernelId
-                key, leaves = aggregates.flatten(step[3], a, name, step[2])
+                key, leaves = aggregate_launch.flatten(step[3], a, name, step[2])
                 for leaf, label, spec, x in leaves:
                     if leaf == "buffer":
                         w = spec.width_spec

@@ -15,7 +15,7 @@ it (no circle):
     library.py    math, `select`, barriers, plane ops (the functions a kernel may call)
     operators.py  + - * / // % ** << >> & | ^, comparisons, and/or/not, unary minus
     calls.py      f(x), obj.m(x), obj.a, F.new(x), comptime(expr)
-    aggregates.py @cube_type structs and enums: building, fields, launch flattening
+    aggregates.py @cube_type structs and enums in a kernel: building, fields, copies
     variables.py  name = x, name += x, name: T = x, p.field = x
     flow.py       if, while, for, unroll, break, continue, return (flags and predication)
     matching.py   match (folded on comptime values, a switch on runtime integers)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect as _pyinspect
 from typing import Any
 
-from cubelab.frontend import aggregates as _aggregates
+from cubelab.frontend import aggregate_launch as _launch_args
 from cubelab.frontend import types as _types
 from cubelab.frontend.kernel import CubeFunction, KernelInstance
 from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind, f32, i32
@@ -50,9 +50,9 @@ def instance(kernel: CubeFunction, *types: ScalarKind, sizes: tuple[int, ...] = 
             if c is not _MISSING:
                 keys.append(c)
         elif c is _MISSING:
-            keys.append(_aggregates.default_key(p.spec, kernel.__name__, p.name))
+            keys.append(_launch_args.default_key(p.spec, kernel.__name__, p.name))
         else:
-            keys.append(_aggregates.key_of(p.spec, c, kernel.__name__, p.name))
+            keys.append(_launch_args.key_of(p.spec, c, kernel.__name__, p.name))
     return KernelInstance(kernel, mode, cube_dim or CubeDim.new_1d(1),
                           {g.name: t for g, t in zip(tg, types)},
                           {g.name: s for g, s in zip(sg, sizes)}, tuple(keys))
@@ -131,7 +131,7 @@ def default_instance(kernel: CubeFunction, cube_dim: CubeDim | None = None) -> K
     comptime = []
     for p in kernel.params:
         if p.kind == "aggregate":
-            comptime.append(_aggregates.default_key(p.spec, kernel.__name__, p.name))
+            comptime.append(_launch_args.default_key(p.spec, kernel.__name__, p.name))
         elif p.kind == "comptime":
             default = sig.parameters[p.name].default
             if default is _pyinspect.Parameter.empty:
@@ -155,7 +155,7 @@ def instance_from_id(kernel: CubeFunction, kid: KernelId) -> KernelInstance:
     sizes = tuple(int(fields[g.name.lower()]) for g in kernel.generics
                   if isinstance(g, GenericSize))
     comptime = tuple(fields[p.name] if p.kind == "comptime" else
-                     _aggregates.key_from_compilation_arg(p.spec, fields[p.name])
+                     _launch_args.key_from_compilation_arg(p.spec, fields[p.name])
                      for p in kernel.params if p.kind in ("comptime", "aggregate"))
     if len(types) != len([g for g in kernel.generics if isinstance(g, GenericScalar)]):
         raise ValueError(f"{kid.short()} does not match `{kernel.__name__}`'s generics")

@@ -34,7 +34,7 @@ from cubelab.ir.printer import print_kernel
 from cubelab.runtime.cpu import LaunchReport, cpu_server
 from cubelab.runtime.cpu.trace import TraceStep
 from cubelab.runtime.device import Device
-from cubelab.frontend import aggregates
+from cubelab.frontend import aggregate_launch
 from cubelab.runtime.handle import BufferArg, TensorArg
 
 __all__ = ["Trace", "TraceStep", "trace", "unit_position"]
@@ -175,7 +175,7 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
 def _failure_of(client: Any, args: tuple[Any, ...]) -> BaseException | None:
     """The root cause a traced launch left on its buffers (a failure is buffer state: the
     launch itself returned normally, with its steps cut off where it stopped)."""
-    handles = [a.handle for x in args for a in aggregates.host_values(x)
+    handles = [a.handle for x in args for a in aggregate_launch.host_values(x)
                if isinstance(a, (BufferArg, TensorArg))]
     try:
         client.check(handles)
@@ -250,7 +250,7 @@ def _copy_to_cpu(client: Any, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ..
         return a
 
     # a @cube_type argument's buffer fields are copied too
-    return cpu, tuple(aggregates.map_host(a, rehome) for a in args)
+    return cpu, tuple(aggregate_launch.map_host(a, rehome) for a in args)
 
 
 def _total_units(count: Any, dim: Any) -> int:
