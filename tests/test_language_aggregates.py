@@ -216,3 +216,15 @@ def test_redefining_a_struct_with_another_field_type_makes_another_kernel_id():
         ids.append(ci.default_instance(cell.apply).id())
     assert ids[0].debug() == ids[1].debug(), "same kernel, same argument kinds"
     assert ids[0] != ids[1], "but the struct's layout changed: another kernel"
+
+
+def test_vector_and_generic_fields_methods_and_a_struct_copied_into_another(client):
+    from cubelab.prelude import f32
+    from tests.fixtures.aggregate_kernels import particles
+
+    xs = np.array([[1, 2], [3, -1], [0.5, 4]], np.float32)
+    out = empty(client, 3)
+    particles.launch[f32](client, ONE, CubeDim.new_1d(4), buf(client, xs.reshape(-1)), out)
+    pos = xs + 1  # push(1.0) moved p before it was copied into the pair
+    want = 0.5 * 2.0 * pos[:, 0] ** 2 + xs[:, 1] + 100.0
+    np.testing.assert_allclose(read(client, out), want, rtol=1e-6)
