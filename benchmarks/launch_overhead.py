@@ -270,6 +270,11 @@ def _split_cases(client: Any) -> list[tuple[str, Callable[[], None]]]:
     ]
 
 
+# Counting bytecodes needs `frame.f_trace` set by hand on the runner's running `_loop` frame;
+# on Python 3.12 (settrace rebuilt on sys.monitoring) that crashed the process (H200, 3.12.3).
+COUNTS = sys.version_info < (3, 12)
+
+
 def thread_split(client: Any, chunk: int = 256, rounds: int = 40) -> None:
     """Per launch: CPU µs and Python bytecodes / calls on each thread. The device thread is
     held (a task waiting on an Event) while the calling thread issues a chunk of launches, so
@@ -316,7 +321,8 @@ def thread_split(client: Any, chunk: int = 256, rounds: int = 40) -> None:
             device.append(d)
         cc: dict[str, int] = {}
         dc: dict[str, int] = {}
-        one_chunk(cc, dc)
+        if COUNTS:
+            one_chunk(cc, dc)
         calls.sort()
         device.sort()
 
@@ -324,7 +330,7 @@ def thread_split(client: Any, chunk: int = 256, rounds: int = 40) -> None:
             return f"{v[len(v) // 10] / chunk * 1e6:.1f}"
 
         def ops(c: dict[str, int]) -> str:
-            return f"{c['ops'] / chunk:.0f} / {c['calls'] / chunk:.0f}"
+            return f"{c['ops'] / chunk:.0f} / {c['calls'] / chunk:.0f}" if c else "n/a"
 
         rows.append([label, us(calls), ops(cc), us(device), ops(dc)])
     adapter = client.properties().adapter
@@ -334,6 +340,10 @@ def thread_split(client: Any, chunk: int = 256, rounds: int = 40) -> None:
     print("\n(µs: thread CPU time, 10th percentile of 40 chunks of 256 launches; the device "
           "thread's figure includes its share of the flushes. Bytecodes and Python calls are "
           "counted by a tracer and do not depend on the machine.)")
+    if not COUNTS:
+        print("(bytecodes not counted on this Python: setting a tracer on the device thread's "
+              "running loop frame crashed Python 3.12.3 with a segmentation fault on the H200 — "
+              "the count comes from Python 3.11, e.g. the project's VM)")
 
 
 class _Counting:
