@@ -228,3 +228,23 @@ def test_vector_and_generic_fields_methods_and_a_struct_copied_into_another(clie
     pos = xs + 1  # push(1.0) moved p before it was copied into the pair
     want = 0.5 * 2.0 * pos[:, 0] ** 2 + xs[:, 1] + 100.0
     np.testing.assert_allclose(read(client, out), want, rtol=1e-6)
+
+
+def test_a_struct_argument_changed_between_launches_is_read_again_each_launch(client):
+    """A @cube_type instance is a mutable object, so a loop passing the same one is never
+    served from the launcher's repeat memo (which keeps only immutable arguments)."""
+    data = buf(client, [1.0, 1.0])
+    job = Job(data, 1.0, "add")
+    for scale in (1.0, 2.0, 3.0):
+        job.scale = scale
+        run_job.launch(client, ONE, CubeDim.new_1d(2), job)
+    np.testing.assert_array_equal(read(client, data), [7.0, 7.0])
+
+
+def test_an_enum_argument_given_something_else_names_its_variants(client):
+    with pytest.raises(LaunchError, match=r"launch of `kernel_scalar_enum`: argument `test` is a "
+                                          r"TestEnum; pass one of its variants \(TestEnum.A"):
+        kernel_scalar_enum.launch(client, ONE, CubeDim.new_1d(1), BStruct(1, 2), empty(client, 1))
+    with pytest.raises(LaunchError, match=r"argument `test.b.y` = -1 does not fit in u32"):
+        kernel_scalar_enum.launch(client, ONE, CubeDim.new_1d(1), TestEnum.B(BStruct(1, -1)),
+                                  empty(client, 1))

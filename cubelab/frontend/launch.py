@@ -4,7 +4,8 @@ generated `launch` does on the calling thread, every call.
 Index with the generic types (`saxpy.launch[f32]`), then call with the client, cube count, cube
 dim, vector sizes and arguments. Each argument is checked against the kernel's signature (a
 mistake is a LaunchError naming the argument and what to pass instead) and registered on the
-runtime's `KernelLauncher`; the `KernelInstance` of this compile-time signature is found (or
+runtime's `KernelLauncher` (a `@cube_type` struct or enum flattened into its fields first:
+`aggregate_launch.py`); the `KernelInstance` of this compile-time signature is found (or
 built, once) and submitted. No IR is built here: that is `define()`, on a cache miss only.
 
 The trap: this is the hot path of a cache-hit launch (a few µs of Python). The per-parameter
@@ -307,7 +308,17 @@ class BoundLauncher:
                 _, p, pname, width, size_name, writable, tensor = step
                 if width is None:
                     width = size_of[size_name]
-                register_buffer(_binding(name, self.mode, pname, p.spec, width, a))
+                # the happy path inline (no Python frame per argument); `_binding` says why not
+                if tensor:
+                    if not isinstance(a, TensorArg) or (
+                            a.extent > a.length // width and self.mode is ExecutionMode.Checked):
+                        _binding(name, self.mode, pname, p.spec, width, a)  # raises
+                    register_buffer(BufferBinding(a.handle, a.length // width, writable, pname,
+                                                 a.shape, a.strides))
+                    continue
+                if not isinstance(a, BufferArg) or a.length % width:
+                    _binding(name, self.mode, pname, p.spec, width, a)  # raises
+                register_buffer(BufferBinding(a.handle, a.length // width, writable, pname))
             elif kind == "scalar":
                 _, p, pname, skind, elem = step
                 if skind is f32 and type(a) is float:
