@@ -248,3 +248,18 @@ def test_an_enum_argument_given_something_else_names_its_variants(client):
     with pytest.raises(LaunchError, match=r"argument `test.b.y` = -1 does not fit in u32"):
         kernel_scalar_enum.launch(client, ONE, CubeDim.new_1d(1), TestEnum.B(BStruct(1, -1)),
                                   empty(client, 1))
+
+
+def test_a_generic_buffer_field_is_bound_by_the_launch_and_a_generic_value_field_is_refused(
+        client):
+    from cubelab.prelude import f32, i32
+    from tests.fixtures.aggregate_kernels import Scaled, Window, fill_window, scale_by
+
+    for kind, dtype in ((f32, np.float32), (i32, np.int32)):
+        data = empty(client, 5, dtype)
+        fill_window.launch[kind](client, ONE, CubeDim.new_1d(4), Window(data, 2))
+        np.testing.assert_array_equal(read(client, data, dtype), [0, 0, 1, 2, 3])
+    with pytest.raises(LaunchError, match=r"launch of `scale_by`: field `s.by` is "
+                                          r"Float.generic\('F'\); a launch passes scalars of a "
+                                          r"concrete type"):
+        scale_by.launch[f32](client, ONE, CubeDim.new_1d(1), Scaled(empty(client, 1), 2.0))
