@@ -76,7 +76,9 @@ def _flatten(cls: type, host: Any, kernel: str, label: str, leaves: list[Leaf]) 
     e = enum_info(cls)
     what = cls.__qualname__
     if not isinstance(host, cls) or not is_host_instance(host):
-        want = f"one of its variants ({', '.join(f'{what}.{v.__name__}(...)' for v in e.variants)})" \
+        variants = ", ".join(f"{what}.{v.__name__}(...)" for v in e.variants) \
+            if e is not None else ""
+        want = f"one of its variants ({variants})" \
             if e is not None and struct_info(cls) is None else f"{what}(...)"
         raise LaunchError(f"launch of `{kernel}`: argument `{label}` is a {what}; pass {want}, "
                           f"got {type(host).__name__} {host!r}")

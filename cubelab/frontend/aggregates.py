@@ -1,12 +1,12 @@
 """User structs and enums: CubeCL's `#[derive(CubeType, CubeLaunch)]` in Python.
 
-    @cube_type                                  @cube_type                 @cube_type(runtime_variants=True)
-    class Particle:                             class Shape:               class Op:
-        pos: Vector[f32, 2]                         class Circle:              class Add: pass
-        mass: f32                                       r: f32                 class Scale:
-        data: SliceMut[f32]   # launch only         class Rect:                    by: f32
-        tag: Comptime[str]    # in the KernelId         w: f32
-                                                        h: f32
+    @cube_type                              @cube_type             @cube_type(runtime_variants=True)
+    class Particle:                         class Shape:           class Op:
+        pos: Vector[f32, 2]                     class Circle:          class Add:
+        mass: f32                                   r: f32                 pass
+        data: SliceMut[f32]  # launch only      class Rect:            class Scale:
+        tag: Comptime[str]   # in the KernelId      w: f32                 by: f32
+                                                    h: f32
 
 The contract. A struct is an ordered set of annotated fields: runtime values (`f32`, `u32`,
 `Vector[...]`, a generic `F`), buffers (`Slice`/`SliceMut`/`Tensor`..., bound at launch only, as
@@ -359,7 +359,7 @@ def _store_field(s: Scope, var: LocalVar, x: Any, owner: str, fname: str) -> Non
     want = ptr.pointee
     x = read(s, x)
     if not isinstance(x, RV) and not is_py(x):
-        raise error(s, f"the field `{fname}` of {owner} is {want}, got {_what(x)}",
+        raise error(s, f"the field `{fname}` of {owner} is {want}, got {describe(x)}",
                     f"give it a {want} value")
     v = value(s, x, want.with_width(1))
     got = ty_of(v)
@@ -367,10 +367,6 @@ def _store_field(s: Scope, var: LocalVar, x: Any, owner: str, fname: str) -> Non
         raise error(s, f"the field `{fname}` of {owner} is {want}, assigned {got}",
                     f"cast the value: {want.elem.value}(...) (F.cast_from(...) if generic)")
     store_local(s, var, RV(v))
-
-
-def _what(x: Any) -> str:
-    return describe(x)
 
 
 def construct(s: Scope, cls: type, args: list[Any], kwargs: dict[str, Any], at: Pos) -> Any:
@@ -394,8 +390,8 @@ def construct(s: Scope, cls: type, args: list[Any], kwargs: dict[str, Any], at: 
     return obj
 
 
-def _build(s: Scope, info: StructInfo, values: dict[str, Any], at: Pos, name: str = "") -> Any:
-    label = name or info.name.rsplit(".", 1)[-1].lower()
+def _build(s: Scope, info: StructInfo, values: dict[str, Any], at: Pos) -> Any:
+    label = info.name.rsplit(".", 1)[-1].lower()
     fields: dict[str, Any] = {}
     for f in info.fields:
         x = values[f.name]
@@ -407,7 +403,7 @@ def _build(s: Scope, info: StructInfo, values: dict[str, Any], at: Pos, name: st
         if f.kind == "comptime":
             if isinstance(x, KERNEL_VALUES) or is_aggregate_value(x):
                 raise error(s, f"the field `{f.name}` of {info.name} is {f.spec!r}, known "
-                            f"while the kernel is built, but got {_what(read(s, x))}",
+                            f"while the kernel is built, but got {describe(read(s, x))}",
                             "pass a Python value or comptime(...)", at)
             fields[f.name] = x
         elif f.kind == "aggregate":
@@ -424,12 +420,12 @@ def _own(s: Scope, cls: type, x: Any, label: str, what: str) -> Any:
     """`x` as a value of the cube type `cls` that no one else holds: a fresh value is taken as
     it is, anything else copied into new storage."""
     if not _is_of(cls, x):
-        raise error(s, f"{what} is a {cls.__qualname__}, got {_what(x)}",
+        raise error(s, f"{what} is a {cls.__qualname__}, got {describe(x)}",
                     f"build one: {cls.__qualname__}(...)")
     if _fresh(x):
         _set_fresh(x, False)
         return x
-    dest = zeroed(s, x, label)
+    dest = storage_like(s, x, label)
     copy_into(s, dest, x, label)
     return dest
 
@@ -451,14 +447,12 @@ def _set_fresh(x: Any, fresh: bool) -> None:
         x.__dict__[_FRESH] = fresh
 
 
-def zeroed(s: Scope, like: Any, label: str, store: bool = False) -> Any:
-    """New storage shaped as `like` (a kernel value): every runtime field a new local (stored
-    with zero when `store`), comptime and buffer fields shared."""
+def storage_like(s: Scope, like: Any, label: str) -> Any:
+    """New storage shaped as `like` (a kernel value), to copy it into: every runtime field a
+    new local, comptime and buffer fields shared."""
     if isinstance(like, RuntimeEnum):
         tag = new_field(s, U32, field_label(label, "tag"))
-        if store:
-            store_local(s, tag, RV(const(s, 0, U32)))
-        return RuntimeEnum(like.info, tag, [zeroed(s, p, label, store) for p in like.payloads],
+        return RuntimeEnum(like.info, tag, [storage_like(s, p, label) for p in like.payloads],
                            fresh=False)
     info = struct_info(like)
     assert info is not None
@@ -468,12 +462,9 @@ def zeroed(s: Scope, like: Any, label: str, store: bool = False) -> Any:
         if f.kind == "value":
             ptr = cur.ptr.type
             assert isinstance(ptr, Pointer) and isinstance(ptr.pointee, Ty)
-            var = new_field(s, ptr.pointee, field_label(label, f.name))
-            if store:
-                store_local(s, var, RV(const(s, 0, ptr.pointee)))
-            fields[f.name] = var
+            fields[f.name] = new_field(s, ptr.pointee, field_label(label, f.name))
         elif f.kind == "aggregate":
-            fields[f.name] = zeroed(s, cur, field_label(label, f.name), store)
+            fields[f.name] = storage_like(s, cur, field_label(label, f.name))
         else:
             fields[f.name] = cur
     return instance(type(like), fields, fresh=False)
@@ -504,7 +495,8 @@ def _runtime_enum(s: Scope, e: EnumInfo, index: int, payload: Any) -> RuntimeEnu
     label = e.name.rsplit(".", 1)[-1].lower()
     tag = new_field(s, U32, field_label(label, "tag"))
     store_local(s, tag, RV(const(s, index, U32)))
-    payloads = [payload if k == index else _zero_payload(s, v, field_label(label, v.__name__.lower()))
+    payloads = [payload if k == index else
+                _zero_payload(s, v, field_label(label, v.__name__.lower()))
                 for k, v in enumerate(e.variants)]
     _set_fresh(payload, False)
     return RuntimeEnum(e, tag, payloads)
@@ -514,7 +506,7 @@ def copy_into(s: Scope, dest: Any, src: Any, label: str) -> None:
     """`dest = src` field by field (a struct local re-assigned, in a branch or a loop)."""
     if isinstance(dest, RuntimeEnum):
         if not isinstance(src, RuntimeEnum) or src.info is not dest.info:
-            raise error(s, f"`{label}` holds a {dest.info.name} but is assigned {_what(src)}",
+            raise error(s, f"`{label}` holds a {dest.info.name} but is assigned {describe(src)}",
                         "a local keeps its first type")
         store_local(s, dest.tag, read(s, src.tag))
         for d, x in zip(dest.payloads, src.payloads):
@@ -523,7 +515,7 @@ def copy_into(s: Scope, dest: Any, src: Any, label: str) -> None:
     info = struct_info(dest)
     assert info is not None
     if not is_kernel_instance(src) or type(src) is not type(dest):
-        raise error(s, f"`{label}` holds a {info.name} but is assigned {_what(src)}",
+        raise error(s, f"`{label}` holds a {info.name} but is assigned {describe(src)}",
                     "a local keeps its first type (an enum's variant, which is comptime, too: "
                     "use @cube_type(runtime_variants=True) to choose the variant at run time)")
     for f in info.fields:
@@ -550,7 +542,7 @@ def bind(s: Scope, current: Any, x: Any, name: str, mutable: bool) -> Any:
     if not mutable or _fresh(x):
         _set_fresh(x, False)
         return x
-    dest = zeroed(s, x, name)
+    dest = storage_like(s, x, name)
     copy_into(s, dest, x, name)
     return dest
 
@@ -592,7 +584,7 @@ def set_field(s: Scope, obj: Any, name: str, x: Any, at: Pos) -> None:
     """`p.name = x`."""
     s.at(*at)
     if not is_aggregate_value(obj):
-        raise error(s, f"cannot assign `.{name}` of {_what(obj)}",
+        raise error(s, f"cannot assign `.{name}` of {describe(obj)}",
                     "assign to a local name, buffer[index] or a field of a @cube_type struct")
     if isinstance(obj, RuntimeEnum):
         get_field(s, obj, name)  # raises, with the hint

@@ -337,7 +337,7 @@ def ifexp(s: Scope, cond: Any, a: Callable[[], Any], b: Callable[[], Any], at: P
     s.at(*at)
     x, y = got
     if aggregates.is_aggregate_value(x):  # a struct or enum: each side stores its fields
-        choice = aggregates.zeroed(s, x, "choice")
+        choice = aggregates.storage_like(s, x, "choice")
         for block, side in zip(sides, got):
             with s.child(block):
                 aggregates.copy_into(s, choice, side, "choice")

@@ -47,7 +47,8 @@ from cubelab.frontend.values import UNBOUND
 from cubelab.frontend.variables import assign, augassign, augsetfield, setfield, typed
 
 __all__ = [
-    "UNBOUND", "assign", "attr", "augassign", "augsetfield", "augsetitem", "binop", "boolop", "brk", "call",
+    "UNBOUND", "assign", "attr", "augassign", "augsetfield", "augsetitem", "binop", "boolop",
+    "brk", "call",
     "cmp", "comptime", "cont", "fn_enter", "fn_exit", "for_each", "for_range", "for_unroll",
     "getitem", "guard", "if_", "ifexp", "match_", "method", "not_", "ret", "setfield", "setitem",
     "subslice", "typed", "unary", "while_",
