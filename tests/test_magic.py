@@ -351,3 +351,24 @@ def test_calling_a_helper_from_python_says_it_runs_inside_kernels_not_launch(ip,
     assert not r.success
     text = _err(capsys)
     assert "@cube helper" in text and ".launch" not in text and "kernel.py" not in text
+
+
+@pytest.mark.parametrize("call", ["inspect.wgsl(inspect.instance(bad))",
+                                  "inspect.msl(inspect.instance(bad))",
+                                  "inspect.ir(inspect.instance(bad))",
+                                  "inspect.passes(inspect.instance(bad))"])
+def test_an_inspect_call_on_a_broken_kernel_shows_the_cell_not_cubelabs_frames(ip, capsys, call):
+    # inspect's functions are entry points like launch: the student's kernel error, with its
+    # caret, and no frames of cubelab/inspect or the frontend above it
+    assert ip.run_cell("from cubelab.prelude import *\nfrom cubelab import inspect\n",
+                       store_history=True).success
+    n = ip.execution_count
+    assert ip.run_cell("@cube(launch=True)\ndef bad(x: SliceMut[u32]):\n"
+                       "    x[0] = x[0] / u32(2)\n", store_history=True).success
+    capsys.readouterr()
+    r = ip.run_cell(call + "\n", store_history=True)
+    assert not r.success
+    text = _err(capsys)
+    assert f"Cell In[{n}], line 3:" in text, text
+    for internal in ("cubelab/inspect", "preview.py", "instances.py", "frontend/", "<cubelab "):
+        assert internal not in text, text

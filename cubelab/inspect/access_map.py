@@ -30,7 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from cubelab.errors import CubeError
+from cubelab.errors import CubeError, api_boundary
 from cubelab.runtime.cpu.access import (
     Access,
     AccessTable,
@@ -209,6 +209,7 @@ class AccessMap:
                 "nonfinite": [n.to_dict() for n in self.nonfinite]}
 
 
+@api_boundary
 def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
                cubes: Iterable[Any] | None = None, limit: int = 1_000_000,
                nonfinite: bool = True) -> AccessMap:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect as _pyinspect
 from typing import Any
 
+from cubelab.errors import api_boundary
 from cubelab.frontend import aggregate_launch as _launch_args
 from cubelab.frontend import types as _types
 from cubelab.frontend.kernel import CubeFunction, KernelInstance
@@ -22,11 +23,13 @@ __all__ = ["expanded", "source", "instance", "default_instance", "instance_from_
            "kernel_id", "explain", "diff"]
 
 
+@api_boundary
 def expanded(kernel: CubeFunction) -> str:
     """The source of the generated `expand` function (cubelab's `cargo expand`)."""
     return kernel.expand_source
 
 
+@api_boundary
 def instance(kernel: CubeFunction, *types: ScalarKind, sizes: tuple[int, ...] = (),
              cube_dim: CubeDim | None = None, comptime: tuple[Any, ...] = (),
              checked: bool = True) -> KernelInstance:
@@ -58,11 +61,13 @@ def instance(kernel: CubeFunction, *types: ScalarKind, sizes: tuple[int, ...] = 
                           {g.name: s for g, s in zip(sg, sizes)}, tuple(keys))
 
 
+@api_boundary
 def kernel_id(k: KernelInstance | KernelId) -> dict[str, Any]:
     kid = k.id() if isinstance(k, KernelInstance) else k
     return kid.fields()
 
 
+@api_boundary
 def diff(a: KernelId, b: KernelId) -> list[str]:
     """Why two launches did not share a pipeline: the KernelId fields that differ, in words."""
     fa, fb = a.fields(), b.fields()
@@ -84,6 +89,7 @@ def diff(a: KernelId, b: KernelId) -> list[str]:
     return out
 
 
+@api_boundary
 def source(kernel: CubeFunction) -> str:
     """The kernel's Python source, as written."""
     return kernel.source
@@ -97,6 +103,7 @@ _FIELD_MEANING = {
 }
 
 
+@api_boundary
 def explain(k: KernelInstance | KernelId) -> list[tuple[str, str, str]]:
     """The KernelId field by field: (field, value, what it means)."""
     kid = k.id() if isinstance(k, KernelInstance) else k
@@ -121,6 +128,7 @@ def explain(k: KernelInstance | KernelId) -> list[tuple[str, str, str]]:
     return out
 
 
+@api_boundary
 def default_instance(kernel: CubeFunction, cube_dim: CubeDim | None = None) -> KernelInstance:
     """An instance to look at before any launch: f32/i32 for generics, width 1, Comptime
     arguments at their default (or False/0 for bool/int ones); TypeError if none applies."""
@@ -145,6 +153,7 @@ def default_instance(kernel: CubeFunction, cube_dim: CubeDim | None = None) -> K
     return instance(kernel, *types, sizes=sizes, cube_dim=cube_dim, comptime=tuple(comptime))
 
 
+@api_boundary
 def instance_from_id(kernel: CubeFunction, kid: KernelId) -> KernelInstance:
     """Rebuild the Kernel a launch made from its KernelId (for line maps of a live compile)."""
     fields = dict(kid.info.fields)

@@ -19,6 +19,7 @@ import html
 from dataclasses import dataclass, field
 from typing import Any
 
+from cubelab.errors import api_boundary
 from cubelab.inspect.live import Ledger
 from cubelab.inspect.views import View
 from cubelab.runtime import events as ev
@@ -163,6 +164,7 @@ def _view_of(usage: MemoryUsage, counters: dict[str, int] | None = None) -> Memo
     return MemoryView(pages, dict(counters or {}))
 
 
+@api_boundary
 def memory_map(client: Any) -> MemoryView:
     """The device's pools right now (one `client.memory_usage()`)."""
     u = client.memory_usage()

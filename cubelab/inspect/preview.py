@@ -13,6 +13,7 @@ from typing import Sequence
 
 from cubelab.compiler import TARGETS, CompiledSource, Target
 from cubelab.compiler.pipeline import Compilation, CompilationOptions, compile_definition
+from cubelab.errors import api_boundary
 from cubelab.frontend.kernel import KernelInstance
 from cubelab.inspect.lines import Correspondence, correspondence as _correspondence
 from cubelab.ir.passes import DEFAULT_CHECKED_IO, CheckedIoRule, PassRecord
@@ -36,6 +37,7 @@ class Compiled:
         return self.msl_compiled.source if self.msl_compiled is not None else None
 
 
+@api_boundary
 def compiled(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> Compiled:
     """Define, then the server's own pipeline (`compiler/pipeline.py`: the same pass selection,
     the same targets) — without a device. The WGSL is what a launch runs; MSL is None when that
@@ -51,25 +53,30 @@ def _pipeline(k: KernelInstance, checked_io: CheckedIoRule, run: Target,
                               show=show)
 
 
+@api_boundary
 def ir(k: KernelInstance, after_passes: bool = False,
        checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> str:
     c = compiled(k, checked_io)
     return c.ir if after_passes else c.expanded_ir
 
 
+@api_boundary
 def passes(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> list[PassRecord]:
     return compiled(k, checked_io).passes
 
 
+@api_boundary
 def wgsl(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> str:
     return compiled(k, checked_io).wgsl.source
 
 
+@api_boundary
 def msl(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> str:
     """The generated MSL, in seed 000's shape: shown beside the WGSL, never run here."""
     return _pipeline(k, checked_io, run=TARGETS["msl"]).sources["msl"].source
 
 
+@api_boundary
 def correspondence(c: Compiled, file: str | None = None) -> Correspondence:
     """Kernel source line ↔ IR (after passes) ↔ WGSL lines, for one compiled kernel."""
     return _correspondence(c.ir, {"wgsl": c.wgsl, "msl": c.msl_compiled}, file)

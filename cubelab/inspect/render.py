@@ -11,6 +11,7 @@ import difflib
 import sys
 from typing import Any
 
+from cubelab.errors import api_boundary
 from cubelab.frontend.kernel import CubeFunction, KernelInstance
 from cubelab.inspect import live
 from cubelab.inspect.instances import expanded, explain
@@ -98,6 +99,7 @@ def launches_view(records: Any) -> View:
                       "device thread", "issue→dispatch"], rows, title="Launches")
 
 
+@api_boundary
 def view(x: Any) -> View:
     """The renderable for `x` (a kernel, a Kernel instance, a KernelId, passes, a ledger, ...)."""
     if isinstance(x, View):
@@ -151,6 +153,7 @@ def _in_kernel() -> bool:
     return shell is not None and shell.__class__.__name__ != "TerminalInteractiveShell"
 
 
+@api_boundary
 def show(x: Any) -> View:
     """Display `x` here: rich HTML in a notebook, rich text in a terminal. Returns the view."""
     v = view(x)

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Iterator
 
-from cubelab.errors import BufferFailure, CubeError, FailedTraceWarning
+from cubelab.errors import BufferFailure, CubeError, FailedTraceWarning, api_boundary
 from cubelab.ir.printer import print_kernel
 from cubelab.runtime.cpu import LaunchReport, cpu_server
 from cubelab.runtime.cpu.trace import TraceStep
@@ -145,6 +145,7 @@ def unit_position(count: Any, dim: Any, cube: tuple[int, int, int],
     return c * dim.num_units + unit[0] + unit[1] * dx + unit[2] * dx * dy
 
 
+@api_boundary
 def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
           units: Iterable[Any] = (0,), limit: int = 100_000) -> Trace:
     """Run `launcher(client, cube_count, cube_dim, *args)` on the CPU runtime, recording every op
