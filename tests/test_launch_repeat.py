@@ -159,3 +159,22 @@ def test_bindings_checked_by_one_client_are_checked_afresh_by_another(wgpu_clien
     with pytest.raises(LaunchError, match="belongs to device"):
         cpu_client.launch(kernel, count, bindings)
     np.testing.assert_array_equal(read(wgpu_client, y), np.ones(8))
+
+
+def test_freeing_another_buffer_between_repeated_launches_changes_nothing_for_them(client):
+    # Any free makes the next launch re-check its handles (the client's memo counts frees):
+    # a free elsewhere is seen, re-checked and passed; the buffer's own free is refused.
+    y, other = floats(client, np.zeros(8)), client.zeros(32)
+    ya = BufferArg.from_raw_parts(y, 8)
+    for _ in range(3):
+        inc.launch(client, *ONE, ya)
+    client.free(other)
+    for _ in range(3):
+        inc.launch(client, *ONE, ya)
+    np.testing.assert_array_equal(read(client, y), np.full(8, 6.0))
+    with client.empty(16) as scratch:  # a `with` block's end is a free too
+        inc.launch(client, *ONE, ya)
+        del scratch
+    client.free(y)
+    with pytest.raises(ReleasedHandleError):
+        inc.launch(client, *ONE, ya)

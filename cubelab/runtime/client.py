@@ -9,8 +9,9 @@ so whatever only this thread knows is decided before it:
    report it);
 2. a handle owned by another device is refused at once, the dynamic count's included (its memory
    coordinates mean nothing here: reading them there is not an error but garbage); so is a
-   released one. The answer is kept on the `Bindings` (`Bindings.checked`): a loop that hands
-   the same bindings over again (the frontend's repeat memo) re-reads only `released`;
+   released one. The answer is kept on the `Bindings` (`Bindings.checked`) with the count of
+   handles freed so far (`handle.frees`): a loop that hands the same bindings over again (the
+   frontend's repeat memo) re-checks nothing until some handle is freed;
 3. the `LaunchMode` (Execute or Skip) is decided from the process-wide dry-run depth and this
    thread's RealRun depth (`dry_run.py`), and the stream from this thread (`streams.py`);
 4. profiling (the debug log, `client.profile()`) makes the submit blocking and times it;
@@ -38,6 +39,7 @@ from cubelab.errors import LaunchError, ResourceError, api_boundary
 from cubelab.runtime import events as ev
 from cubelab.runtime.capture import Graph
 from cubelab.runtime import dry_run as _dry_run
+from cubelab.runtime import handle as _handle
 from cubelab.runtime.dry_run import LaunchMode, launch_mode
 from cubelab.runtime.handle import Handle, refuse_released
 from cubelab.runtime.kernel_id import CubeKernel
@@ -99,6 +101,7 @@ class Client:
         self._timed = 0
         self._timed_lock = threading.Lock()
         self._pin = threading.local()  # set_stream: per thread, since one Client serves all
+        self._pins = False  # whether any thread ever pinned one (else `launch` skips the look)
         # what a handle's __del__ / free calls: post "release #id" on the device's queue
         self._post_release = functools.partial(self._runner.submit, self._server.release)
         # the one `launch` object the runner recognises when it gathers runs (runner.py)
@@ -130,6 +133,8 @@ class Client:
         if stream_id is not None and (not isinstance(stream_id, int) or stream_id < 1):
             raise ValueError(f"a StreamId is a positive int, got {stream_id!r}")
         self._pin.id = stream_id
+        if stream_id is not None:
+            self._pins = True  # from now on `launch` asks the pin (it never goes back)
 
     def set_max_tasks(self, n: int) -> None:
         """A stream's queue is flushed when it holds `n` tasks (default 64)."""
@@ -301,7 +306,7 @@ class Client:
         # does not change between launches of the same `Bindings` is kept on them.)
         # Gate 1: zero-dimension static counts never leave this thread.
         if count.handle is None:
-            if count.x == 0 or count.y == 0 or count.z == 0:
+            if not (count.x and count.y and count.z):
                 if self.events.active:
                     self.events.publish(ev.LaunchGated(kernel.name, "zero-dimension cube count",
                                                        0))
@@ -309,20 +314,18 @@ class Client:
         else:
             self._expect_local(count.handle, f"launch of `{kernel.name}` (dynamic cube count)")
         # Gate 2: foreign and released handles are refused here, where the caller can still be
-        # told. A handle's device never changes, so bindings already checked by this client
-        # only need `released` looked at again.
+        # told. A handle's device never changes, and none of these was released if no handle
+        # was freed since this client checked them (`handle.frees`): then nothing is re-read.
         checked = bindings.checked
-        if checked is not None and checked[0] is self:
-            for h in checked[1]:
-                if h.released:
-                    refuse_released(h, f"launch of `{kernel.name}`")
+        if checked is not None and checked[0] is self and checked[1] == _handle.frees:
             large = checked[2]
         else:
             large = self._check_bindings(kernel, bindings)
         # Gate 3: only this thread knows whether this launch is a dry run or a measurement.
         mode = _EXECUTE if _dry_run._dry_depth == 0 else launch_mode()
-        stream = getattr(self._pin, "id", None)  # self.stream_id()
-        if stream is None:
+        if self._pins:  # some thread pinned a stream on this client: is it this one?
+            stream = getattr(self._pin, "id", None) or current_stream()
+        else:
             stream = current_stream()
         seq = next(_launch_seq)
         if self.events.active and self.events.wants(ev.LaunchIssued):
@@ -345,17 +348,16 @@ class Client:
     def _check_bindings(self, kernel: CubeKernel, bindings: Bindings) -> bool:
         """Gate 2 in full for bindings this client has not checked yet; keeps the answer on
         them (`Bindings.checked`). Returns whether the launch is large (gate 5)."""
+        frees = _handle.frees  # read before the handles: a free after this read moves it
         dev = self._device.id
         size = 0
-        handles = []
         for b in bindings.buffers:
             h = b.handle
             if not isinstance(h, Handle) or h.device_id != dev or h.released:  # message if needed
                 self._expect_local(h, f"launch of `{kernel.name}`")
             size += h.size
-            handles.append(h)
         large = size >= LARGE_LAUNCH_BYTES and self._server.defers_release
-        bindings.checked = (self, tuple(handles), large)
+        bindings.checked = (self, frees, large)
         return large
 
     def _refuse_profile(self, stream: int) -> None:

@@ -29,11 +29,19 @@ from __future__ import annotations
 
 import itertools
 import numbers
+import threading
 from typing import Any, Callable, Sequence
 
 from cubelab.errors import ReleasedHandleError
 
 _ids = itertools.count(1)
+
+# How many handles were released explicitly (`_free`) so far, process-wide. A launch whose
+# handles were all checked when this was N cannot hold a released handle while it is still N
+# (`Client.launch` keeps the count on the bindings it checked): a handle is marked released
+# before the count moves, and only under the lock, so no two frees can leave it unchanged.
+frees = 0
+_frees_lock = threading.Lock()
 
 # Every cubelab element type is 4 bytes wide (f32, i32, u32; bool buffers are refused).
 ELEM_BYTES = 4
@@ -60,8 +68,11 @@ class Handle:
         """Release now (client.free / the end of a `with` block); see the module docstring."""
         if self.released:
             raise ReleasedHandleError(f"{self!r} was already released")
+        global frees
         release, self._release = self._release, None
         self.released = True
+        with _frees_lock:
+            frees += 1
         if release is not None:
             release(self.id, "freed")
 

@@ -109,8 +109,9 @@ class Bindings:
     # arguments are the same objects (`frontend/launch.py`), so a loop of identical launches
     # derives it once. Never compared: two launches' bindings are never "the same" by value.
     prepared: Any = field(default=None, compare=False, repr=False)
-    # The calling thread's memo, its counterpart: (client, handles, large) once a client's
-    # gates passed these bindings (`Client.launch`), so a loop re-checks only `released`.
+    # The calling thread's memo, its counterpart: (client, handle.frees, large) once a client's
+    # gates passed these bindings (`Client.launch`), so a loop re-checks nothing until a handle
+    # is freed.
     checked: Any = field(default=None, compare=False, repr=False)
 
     def scalar_key(self) -> tuple[Any, ...]:

@@ -134,23 +134,25 @@ def _gather(first: tuple[Any, ...], nxt: Any,
             get_nowait: Callable[[], Any]) -> tuple[list[int] | None, Any]:
     """The launch numbers of the run that starts with launch `first` and goes on while the
     queued items (`nxt`, then what `get_nowait` takes) are the same launch; and the item that
-    ended it (None if the queue ran dry or the run reached RUN_LIMIT)."""
+    ended it (None if the queue ran dry or the run reached RUN_LIMIT). (Runs once per queued
+    launch of a loop: locals and one unpacking per item, no attribute or index lookups.)"""
     kernel, count, bindings, seq, _, mode, stream = first
     fn = nxt[0]
     seqs = [seq]
-    while True:
-        a = nxt[1]
-        if (nxt[0] is not fn or a[2] is not bindings or a[0] is not kernel
-                or a[5] is not mode or a[6] != stream or a[4]
-                or (a[1] is not count and not _same_static(a[1], count))):
+    append = seqs.append
+    for _ in range(RUN_LIMIT - 1):
+        if nxt[0] is not fn:  # not a launch at all (its arguments are not a launch's)
             return (seqs if len(seqs) > 1 else None), nxt
-        seqs.append(a[3])
-        if len(seqs) >= RUN_LIMIT:
-            return seqs, None
+        k, c, b, s, profile, m, st = nxt[1]
+        if (b is not bindings or k is not kernel or m is not mode or st != stream or profile
+                or (c is not count and not _same_static(c, count))):
+            return (seqs if len(seqs) > 1 else None), nxt
+        append(s)
         try:
             nxt = get_nowait()
         except queue.Empty:
             return seqs, None
+    return seqs, nxt
 
 
 def _same_static(a: Any, b: Any) -> bool:
