@@ -19,7 +19,10 @@ only cubelab and raw wgpu-py through lavapipe run; `--floats` then defaults to 4
 wheel is ~150 MB, more than the device tool's 64 MiB carry: split it into pieces, carry one per
 command to a machine held warm, join them into `.whl/` (benchmarks/README.md, H200 15:08).
 
-    python benchmarks/peers.py [--launches 5000] [--floats 64M] [--rounds 5]
+    python benchmarks/peers.py [--launches 5000] [--floats 64M] [--rounds 5] [--only cubelab,wgpu]
+
+Under the launch table: cubelab's CPU per launch on each of its threads, and its time per
+launch ÷ the raw one-pass floor (goal ≤ 1.15).
 """
 
 from __future__ import annotations
@@ -104,11 +107,15 @@ class Cubelab(Peer):
 
     def tiny(self, n: int) -> Callable[[], None]:
         c, count, dim, args, launch = self.client, self.tcount, self.tdim, self.targs, axpb.launch
+        device_clock = time.pthread_getcpuclockid(c.device.runner.thread.ident)
 
         def go() -> None:
+            t0, d0 = time.thread_time(), time.clock_gettime(device_clock)
             for _ in range(n):
                 launch(c, count, dim, *args)
             c.sync()
+            # CPU seconds per launch on each thread (the calling thread's includes the sync)
+            self.cpu = ((time.thread_time() - t0) / n, (time.clock_gettime(device_clock) - d0) / n)
         return go
 
     def tiny_ok(self) -> bool:
@@ -366,7 +373,11 @@ def main() -> None:
                     help="saxpy size in floats (default 64M on a GPU, 4M on a CPU adapter)")
     ap.add_argument("--reps", type=int, default=20, help="saxpy launches per timed run")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--only", default="",
+                    help="comma-separated peers to run: cubelab, wgpu (both raw rows), triton, "
+                         "cupy, warp (default: all)")
     args = ap.parse_args()
+    only = {k.strip().lower() for k in args.only.split(",") if k.strip()}
 
     probe = Device.wgpu().client().properties()
     on_cpu = "cpu" in probe.adapter_type.lower() or "llvmpipe" in probe.adapter.lower()
@@ -375,15 +386,17 @@ def main() -> None:
 
     peers: list[Any] = []
     missing: list[tuple[str, str]] = []
-    makers: list[tuple[str, Callable[[], Any]]] = [
-        ("cubelab (wgpu)", lambda: Cubelab(floats)),
-        ("raw wgpu-py, one submit per launch", lambda: RawWgpuPeer(floats, one_pass=False)),
-        ("raw wgpu-py, one pass (floor)", lambda: RawWgpuPeer(floats, one_pass=True)),
-        ("Triton", lambda: TritonPeer(floats)),
-        ("CuPy RawKernel", lambda: CupyPeer(floats)),
-        ("NVIDIA Warp", lambda: WarpPeer(floats)),
+    makers: list[tuple[str, str, Callable[[], Any]]] = [
+        ("cubelab", "cubelab (wgpu)", lambda: Cubelab(floats)),
+        ("wgpu", "raw wgpu-py, one submit per launch", lambda: RawWgpuPeer(floats, one_pass=False)),
+        ("wgpu", "raw wgpu-py, one pass (floor)", lambda: RawWgpuPeer(floats, one_pass=True)),
+        ("triton", "Triton", lambda: TritonPeer(floats)),
+        ("cupy", "CuPy RawKernel", lambda: CupyPeer(floats)),
+        ("warp", "NVIDIA Warp", lambda: WarpPeer(floats)),
     ]
-    for name, make in makers:
+    for key, name, make in makers:
+        if only and key not in only:
+            continue
         try:
             peers.append(make())
         except Exception as exc:  # noqa: BLE001 - a peer that cannot start is reported, not fatal
@@ -391,9 +404,14 @@ def main() -> None:
 
     best_tiny = {p.name: float("inf") for p in peers}
     best_sax = {p.name: float("inf") for p in peers}
+    cubelab_cpu = (0.0, 0.0)  # per launch, calling and device thread, in cubelab's best round
     for _ in range(args.rounds):
         for p in peers:
-            best_tiny[p.name] = min(best_tiny[p.name], timed(p.tiny(launches)))
+            t = timed(p.tiny(launches))
+            if t < best_tiny[p.name]:
+                best_tiny[p.name] = t
+                if isinstance(p, Cubelab):
+                    cubelab_cpu = p.cpu
         for p in peers:
             best_sax[p.name] = min(best_sax[p.name], timed(p.saxpy(args.reps)))
 
@@ -412,6 +430,16 @@ def main() -> None:
                 f"{adapter}",
                 ["peer", "µs / launch", "k launches / s", "cubelab's rate ÷ this rate", "result"],
                 rows))
+
+    floor = "raw wgpu-py, all dispatches in one pass (floor)"
+    if ref in best_tiny:
+        calling, device = (v * 1e6 for v in cubelab_cpu)
+        print(f"\ncubelab's threads per launch (CPU, its best round): calling {calling:.2f} µs, "
+              f"device {device:.2f} µs")
+        if floor in best_tiny:
+            ratio = best_tiny[ref] / best_tiny[floor]
+            print(f"cubelab ÷ raw wgpu-py one-pass floor: {ratio:.2f} (goal <= 1.15 -> "
+                  f"{'met' if ratio <= 1.15 else 'NOT met'})")
 
     moved = 12 * floats
     gbs = {k: moved * args.reps / v / 1e9 for k, v in best_sax.items()}
