@@ -9,7 +9,8 @@ and the unmemoized path all run). It writes shared memory through an injective u
 (UNIT_POS, a reversal, `(u * 5 + 3) % 256`, a transpose, `u + 1` with a halo) and then mixes, at
 random: reads through slices, strided and broadcast patterns and permutations, an unrolled loop,
 an unrolled dot product (run cube-minor as one step: `steps.accumulate`, forced on for the fuzz's
-32-cube chunks), branches on unit-only, per-lane and per-value conditions (some compacted), a
+32-cube chunks), a read of x through an affine index (a strided view, or 0 past its end),
+branches on unit-only, per-lane and per-value conditions (some compacted), a
 tree reduction, and a value read before its item is overwritten between barriers. No kernel
 races. The input holds zeros of both signs, infinities and NaNs among normal floats. The baseline
 (default 7aac876, the code before the speed work) runs in a subprocess from a `git worktree`
@@ -55,7 +56,7 @@ def kernel_source(seed: int) -> tuple[str, str, str]:
     value = r.choice(["x[ABSOLUTE_POS]", "x[ABSOLUTE_POS] * 2.0", "x[ABSOLUTE_POS] + 1.5"])
     lines += [f"    sm[{r.choice(inj)}] = {value}", "    sync_cube()", "    acc = f32(0.0)"]
     for _ in range(r.randint(1, 4)):
-        kind = r.choice(["pair", "loop", "cond", "cond_x", "tree", "rewrite", "dot"])
+        kind = r.choice(["pair", "loop", "cond", "cond_x", "tree", "rewrite", "dot", "global"])
         a, b, op = r.choice(reads), r.choice(reads), r.choice(["+", "-", "*"])
         if kind == "pair":
             lines.append(f"    acc = acc + sm[{a}] {op} sm[{b}]")
@@ -70,6 +71,11 @@ def kernel_source(seed: int) -> tuple[str, str, str]:
             a, b = r.choice(dots), r.choice(dots)
             term = r.choice([f"acc += sm[{a}] * sm[{b}]", f"acc = sm[{a}] * sm[{b}] + acc"])
             lines += [f"    for j in unroll(range({k})):", f"        {term}"]
+        elif kind == "global":  # an affine index into x (a strided view), maybe past its end
+            unit = r.choice(["UNIT_POS", "u * 2", "UNIT_POS_X * 16 + UNIT_POS_Y"] if shape == "2d16"
+                            else ["UNIT_POS", "u * 2", f"{U - 1} - u"])
+            lines.append(f"    acc += x[CUBE_POS * {r.choice([0, 1, U, 3 * U])} + {unit}"
+                         f" + {r.choice([0, 5, U])}]")
         elif kind == "cond":
             cond = r.choice([f"u < {r.randrange(1, U)}", "u % 2 == 0", f"u == {r.randrange(U)}",
                              f"u > {r.randrange(U)}", f"ABSOLUTE_POS < {r.randrange(1, 20000)}"])

@@ -95,6 +95,142 @@ def lane_values(definition: KernelDefinition) -> set[int]:
     return found
 
 
+# -- global loads through an affine index --------------------------------------------------------
+_LANE_SYM = {"local_invocation_id_x": "U0", "local_invocation_id_y": "U1",
+             "local_invocation_id_z": "U2", "workgroup_id_x": "W0", "workgroup_id_y": "W1",
+             "workgroup_id_z": "W2"}
+LANE_SYMBOLS = ("W0", "W1", "W2", "U0", "U1", "U2")
+
+
+@dataclass(frozen=True)
+class AffineIndex:
+    """An index that is `offset + sum(coefs[s] * s)` over the lane symbols `s` (a unit's and its
+    cube's coordinates: "U0".."U2", "W0".."W2"), each coefficient and the offset a polynomial
+    over values that should be the same for every lane ("v<id>": a scalar, a loop counter);
+    `symbols` lists those value ids (the step checks they are one row at run time)."""
+
+    offset: tuple[tuple[tuple[str, ...], int], ...]
+    coefs: tuple[tuple[str, tuple[tuple[tuple[str, ...], int], ...]], ...]
+    symbols: tuple[int, ...]
+
+
+def forwarded_loads(definition: KernelDefinition) -> dict[int, int]:
+    """Loads of a scalar local that can only see one store: load id -> the stored value's id.
+    The local has exactly one store in the kernel, and every load of it comes after that store
+    in its block or inside an op after it (so in the same iteration of any loop around them,
+    and under the store's mask or a narrower one)."""
+    stores: dict[int, list[tuple[Block, int, Op]]] = {}
+    loads: dict[int, list[tuple[list[tuple[Block, int]], Op]]] = {}
+    declared = {op.results[0].id for op in definition.walk() if op.name == "var.declare"
+                and isinstance(op.results[0].type, Pointer)
+                and isinstance(op.results[0].type.pointee, Ty)}
+
+    def visit(block: Block, path: list[tuple[Block, int]]) -> None:
+        for i, op in enumerate(block.ops):
+            if op.name == "memory.store" and op.operands[0].id in declared:
+                stores.setdefault(op.operands[0].id, []).append((block, i, op))
+            elif op.name == "memory.load" and op.operands[0].id in declared:
+                loads.setdefault(op.operands[0].id, []).append((path + [(block, i)], op))
+            for reg in op.regions:
+                visit(reg, path + [(block, i)])
+
+    visit(definition.body, [])
+    out: dict[int, int] = {}
+    for var, found in stores.items():
+        if len(found) != 1:
+            continue
+        sblock, si, store = found[0]
+        for path, load in loads.get(var, []):
+            if any(b is sblock and i > si for b, i in path):
+                out[load.results[0].id] = store.operands[1].id
+    return out
+
+
+def affine_indices(definition: KernelDefinition, lane_ids: set[int]) -> dict[int, AffineIndex]:
+    """`memory.index` result id -> its index as an `AffineIndex`, for indices into a buffer
+    argument that are affine in the lanes' coordinates (`row * k + t0 + tx` of a tiled matmul,
+    seen through the locals it was stored in: `forwarded_loads`) and whose pointer only feeds
+    loads in the same block: such a load reads a strided view of the buffer instead of
+    gathering (`steps.memory`). ABSOLUTE_POS itself is left to its slice path."""
+    forwarded = forwarded_loads(definition)
+    buffers = {b.value.id for b in definition.buffers}
+    polys: dict[int, Poly] = {}
+    dx, dy, _ = definition.cube_dim
+    unit_pos: Poly = _padd(_padd({("U0",): 1}, {("U1",): dx}), {("U2",): dx * dy})
+
+    def poly(v: Value) -> Poly:
+        p = polys.get(v.id)
+        return p if p is not None else {(f"v{v.id}",): 1}
+
+    users: dict[int, list[Op]] = {}
+    where: dict[int, Block] = {}
+
+    def visit(block: Block) -> None:
+        for op in block.ops:
+            for o in op.operands:
+                users.setdefault(o.id, []).append(op)
+            where[id(op)] = block
+            for reg in op.regions:
+                visit(reg)
+
+    visit(definition.body)
+    out: dict[int, AffineIndex] = {}
+    for op in definition.walk():
+        if len(op.results) != 1:
+            continue
+        r = op.results[0].id
+        t = op.results[0].type
+        if isinstance(t, Ty) and t.width == 1 and t.elem in (Elem.U32, Elem.I32):
+            name = op.name
+            if name == "builtin.read" and op.attrs.get("name") in _LANE_SYM:
+                polys[r] = {(_LANE_SYM[op.attrs["name"]],): 1}
+            elif name == "builtin.read" and op.attrs.get("name") == "local_invocation_index":
+                polys[r] = unit_pos  # UNIT_POS = x + dx * (y + dy * z)
+            elif name == "arith.constant":
+                value = int(op.attrs["value"])
+                polys[r] = {(): value} if value else {}
+            elif name in ("arith.add", "arith.sub", "arith.mul"):
+                a, b = (poly(o) for o in op.operands)
+                if name == "arith.sub":
+                    b = {k: -c for k, c in b.items()}
+                polys[r] = _pmul(a, b) if name == "arith.mul" else _padd(a, b)
+            elif name == "memory.load" and r in forwarded:
+                src = forwarded[r]
+                polys[r] = polys.get(src, {(f"v{src}",): 1})
+            continue
+        if op.name != "memory.index" or op.operands[0].id not in buffers or \
+                op.operands[1].id in lane_ids:
+            continue
+        if not all(u.name == "memory.load" and where[id(u)] is where[id(op)]
+                   for u in users.get(r, [])):
+            continue
+        p = poly(op.operands[1])
+        coefs: dict[str, Poly] = {}
+        offset: Poly = {}
+        ok = True
+        for mono, c in p.items():
+            lanes = [x for x in mono if x in LANE_SYMBOLS]
+            rest = tuple(x for x in mono if x not in LANE_SYMBOLS)
+            if len(lanes) > 1:
+                ok = False
+                break
+            if lanes:
+                coefs[lanes[0]] = _padd(coefs.get(lanes[0], {}), {rest: c})
+            else:
+                offset = _padd(offset, {rest: c})
+        if not ok or not coefs:
+            continue
+        symbols = sorted({int(x[1:]) for mono in p for x in mono if x.startswith("v")})
+
+        def frozen_poly(q: Poly) -> tuple[tuple[tuple[str, ...], int], ...]:
+            return tuple(sorted(q.items()))
+
+        out[r] = AffineIndex(frozen_poly(offset),
+                             tuple(sorted((s, frozen_poly(q)) for s, q in coefs.items())),
+                             tuple(symbols))
+    return out
+
+
 # -- liveness ----------------------------------------------------------------------------------
 _PURE_PREFIX = ("arith.", "math.", "vector.", "builtin.", "info.", "buffer.", "tensor.")
 _EFFECTS = {"memory.store", "sync.cube", "sync.storage", "sync.uniform_load", "atomic.store",

@@ -47,11 +47,12 @@ class Mem:
 class Ptr:
     """Pointers of every lane of a chunk into one `Mem` (or a contiguous slice of a buffer)."""
 
-    __slots__ = ("mem", "index", "orig", "bad", "report", "start", "stop", "unit", "pattern")
+    __slots__ = ("mem", "index", "orig", "bad", "report", "start", "stop", "unit", "pattern",
+                 "view")
 
     def __init__(self, mem: Mem, index: Any, orig: Any, bad: Any = None, report: Any = None,
                  start: int | None = None, stop: int | None = None, unit: bool = False,
-                 pattern: tuple[Any, ...] | None = None) -> None:
+                 pattern: tuple[Any, ...] | None = None, view: Any = None) -> None:
         self.mem = mem
         self.index = index  # global: item index; shared/local: index within the lane's row
         self.orig = orig
@@ -63,6 +64,10 @@ class Ptr:
         # shared, a unit-only index in bounds: every cube's lanes reach its row through the same
         # pattern (`steps.memory.cube_pattern`); `index` is still the per-lane index
         self.pattern = pattern
+        # global, an affine index in bounds: the items the chunk's lanes read, as a strided view
+        # of the buffer shaped (cubes z, y, x, units z, y, x) (`analysis.affine_indices`);
+        # only loads in the pointer's own block read it
+        self.view = view
 
 
 class CubeView:

@@ -110,6 +110,9 @@ class Plan:
         # arithmetic on such views whose one use is arithmetic again: handed on as views too
         self.view_results = analysis.view_results(definition, self.shared_view_loads)
         self.written = ir_analysis.written_buffers(definition)
+        # global loads whose index is affine in the lanes' coordinates: strided views
+        self.affine = analysis.affine_indices(definition, self.lane_ids) \
+            if self.needed is not None else {}
         self.view_loads = analysis.view_loads(definition, self.written)
         # Values that are the same for every unit of a launch and depend only on its scalars,
         # lengths and grid (constants, `x.len() - 1`, `Vector.new(a)`, ...) are computed once per

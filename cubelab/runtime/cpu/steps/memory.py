@@ -17,10 +17,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from cubelab.ir.core import Op
 from cubelab.ir.types import Array, Atomic, Pointer, Ty
 from cubelab.runtime.cpu import semantics as sem
+from cubelab.runtime.cpu.analysis import AffineIndex
 from cubelab.runtime.cpu.lanes import (
     REPORT_LIMIT,
     Ctx,
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 
 
 shared_views = 0  # shared-memory loads handed to their use as views, ever (read by tests)
+affine_views = 0  # global pointers made a strided view through an affine index, ever (tests)
 
 
 @builder("var.declare")
@@ -120,6 +123,7 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
     # CheckedIo clamped this index: `report` mode still reports the index the kernel computed
     raw = plan.raw_index[r][0] if op.attrs.get("clamped") else None
     raw_is_lane = raw in plan.lane_ids
+    affine = plan.affine.get(r)
 
     def step(ctx: Ctx, mask: Any) -> None:
         env = ctx.env
@@ -127,6 +131,13 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
         if not isinstance(mem, Mem):
             raise KernelRuntimeError("memory.index on something that is not an array")
         length = mem.length
+        if affine is not None and ctx.contiguous and not mem.item_shape:
+            view = affine_view(ctx, mem, affine)
+            if view is not None:
+                global affine_views
+                affine_views += 1
+                env[r] = Ptr(mem, None, None, view=view)
+                return
         if raw is not None and ctx.launch.oob == "report":
             asked = ctx.lanes() if raw_is_lane or env[raw] is None else env[raw]
             over = (asked < 0) | (asked >= length) if asked.dtype.kind == "i" else \
@@ -192,6 +203,51 @@ def _b_index(plan: Plan, op: Op, depth: int) -> Step:
         env[r] = Ptr(mem, safe, index, bad=bad, report=active if mode == "report" else None)
 
     return step
+
+
+def affine_view(ctx: Ctx, mem: Mem, affine: AffineIndex) -> np.ndarray | None:
+    """The items of `mem` the chunk's lanes reach through `affine`, as a strided view shaped
+    (cubes z, y, x, units z, y, x) — lane order once copied — or None: a coefficient that is not
+    one row here, a chunk that is not a box of the grid, or some lane out of bounds (the index
+    step then computes per lane, reporting and clamping as ever). Exact integers: when every
+    lane's index is in bounds, it is also what the kernel's wrapping u32 arithmetic gives."""
+    env = ctx.env
+    values: dict[str, int] = {}
+    for sym in affine.symbols:
+        v = env[sym]
+        if not isinstance(v, np.ndarray) or v.shape != (1,):
+            return None
+        values[f"v{sym}"] = int(v[0])
+
+    def value(poly: tuple[tuple[tuple[str, ...], int], ...]) -> int:
+        total = 0
+        for mono, c in poly:
+            for x in mono:
+                c *= values[x]
+            total += c
+        return total
+
+    gx, gy, gz = ctx.launch.count
+    dx, dy, dz = ctx.launch.cube_dim
+    c0, nc = ctx.cube0, ctx.ncubes
+    if gy == 1 and gz == 1:
+        box, first_cube = (1, 1, nc), (0, 0, c0)
+    elif gz == 1 and c0 % gx == 0 and nc % gx == 0:
+        box, first_cube = (1, nc // gx, gx), (0, c0 // gx, 0)
+    elif c0 % (gx * gy) == 0 and nc % (gx * gy) == 0:
+        box, first_cube = (nc // (gx * gy), gy, gx), (c0 // (gx * gy), 0, 0)
+    else:
+        return None
+    coefs = {s: value(p) for s, p in affine.coefs}
+    steps = [coefs.get(s, 0) for s in ("W2", "W1", "W0", "U2", "U1", "U0")]
+    shape = box + (dz, dy, dx)
+    first = value(affine.offset) + sum(st * c for st, c in zip(steps, first_cube))
+    lo = first + sum(min(0, st * (d - 1)) for st, d in zip(steps, shape))
+    hi = first + sum(max(0, st * (d - 1)) for st, d in zip(steps, shape))
+    if lo < 0 or hi >= mem.length:
+        return None
+    isz = mem.store.itemsize
+    return as_strided(mem.store[first:], shape, tuple(st * isz for st in steps))
 
 
 def judge_unit_index(ctx: Ctx, mem: Mem, index: np.ndarray) -> tuple[Any, ...] | None | bool:
@@ -292,6 +348,8 @@ def report_oob(ctx: Ctx, op: Op, p: Ptr, write: bool) -> None:
 
 def gather(ctx: Ctx, p: Ptr) -> np.ndarray:
     mem = p.mem
+    if p.view is not None:
+        return np.array(p.view).reshape(-1)
     if p.start is not None:
         v = mem.store[p.start:p.stop]
         return v if mem.view_ok else v.copy()
