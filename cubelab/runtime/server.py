@@ -719,8 +719,9 @@ class Server:
         BufferClaimed, BufferReleased; a CacheHits tally is counted in one step), no capture
         window, a static count, and a backend that can repeat (`dispatch_repeats`). A guarded launch's repeats each take a
         loop-guard slot of their own and are noted for the settle, as ordinary ones are.
-        Otherwise — and for the first launch after each flush — a launch takes the ordinary
-        path (`launch`), one at a time.
+        Otherwise a launch takes the ordinary path (`launch`), one at a time. (A `max_tasks`
+        flush in the middle of a run ends the backend's pass; the backend begins the next one
+        as the ordinary path would, and the repeats go on.)
 
         The trap this avoids: "same launch" is decided by identity (`runner.py`), never by
         value, so a repeat cannot be a different launch that merely looks alike; and the
@@ -736,14 +737,19 @@ class Server:
             except BaseException:  # noqa: BLE001 - on its buffers already, as the runner drops it
                 rec = None
             i += 1
-            if rec is not None and repeats and i < n:
+            if rec is None or not repeats:
+                continue
+            while i < n:  # batches up to each max_tasks flush, while the conditions hold
                 try:
-                    i += self._repeat(rec, kernel.name, count, seqs, i, stream)
+                    k = self._repeat(rec, kernel.name, count, seqs, i, stream)
                 except Exception as exc:  # noqa: BLE001 - a bug here must still show at read
                     for seq in seqs[i:]:
                         info = LaunchInfo(kernel.name, rec.entry.kernel_id, seq, stream)
                         fail_buffers(self.ledger, self.bus, info, rec.written, exc)
                     return
+                if k == 0:
+                    break
+                i += k
 
     def _repeat(self, rec: PreparedLaunch, kernel: str, count: CubeCount, seqs: list[int],
                 i: int, stream: int) -> int:
@@ -791,7 +797,8 @@ class Server:
     def dispatch_repeats(self, rec: PreparedLaunch, count: CubeCount, stream: int,
                          k: int) -> int:
         """Backend hook: encode `k` more dispatches of `rec` (static `count`) on `stream`,
-        right behind the dispatch of `rec` that was encoded last there. Return how many were
+        right behind the dispatch of `rec` that was encoded last there (or, if a flush came
+        in between, first in the stream's next batch). Return how many were
         encoded — 0 when the backend cannot (then each launch takes the ordinary path). A
         guarded launch's repeats take consecutive loop-guard slots: `guard_slot` is then the
         first, else None."""

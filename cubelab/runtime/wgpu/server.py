@@ -392,6 +392,13 @@ class WgpuServer(Server):
         return {s: int.from_bytes(data[(s - lo) * stride:(s - lo) * stride + 4], "little")
                 for s in slots}
 
+    def _begin_pass(self, stream: int) -> list[Any]:
+        """A new command encoder and compute pass for `stream` (none is open there)."""
+        encoder = self.device.create_command_encoder()
+        p = encoder.begin_compute_pass()
+        open_ = self._open[stream] = [encoder, p, None, None, getattr(p, "_internal", None)]
+        return open_
+
     def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
         self.guard_slot = None
         guarded = entry.definition.loop_budget is not None
@@ -407,11 +414,7 @@ class WgpuServer(Server):
             else:
                 indirect = (cs.page.storage, cs.offset)
         stream = self.stream
-        open_ = self._open.get(stream)
-        if open_ is None:
-            encoder = self.device.create_command_encoder()
-            p = encoder.begin_compute_pass()
-            open_ = self._open[stream] = [encoder, p, None, None, getattr(p, "_internal", None)]
+        open_ = self._open.get(stream) or self._begin_pass(stream)
         p = open_[1]
         try:
             if isinstance(indirect, Slice):
@@ -465,13 +468,24 @@ class WgpuServer(Server):
         # wgpu-native's own calls (`_NativePass`), which record and cannot raise: wgpu-py's
         # methods can, and a raise mid-batch is the ordinary path's to handle.
         self.guard_slot = None
+        if rec.generation != self._generation:
+            return 0
+        pipeline, guarded = rec.entry.pipeline, rec.entry.definition.loop_budget is not None
         open_ = self._open.get(stream)
-        if (open_ is None or open_[2] is not rec.entry.pipeline
-                or rec.generation != self._generation):
+        if open_ is None:
+            # The run's own max_tasks flush submitted the pass its last dispatch went into: the
+            # next pass starts as the ordinary path would start it.
+            open_ = self._begin_pass(stream)
+            open_[1].set_pipeline(pipeline)
+            open_[2] = pipeline
+            if not guarded:
+                open_[1].set_bind_group(0, rec.backend)
+                open_[3] = rec.backend
+        elif open_[2] is not pipeline:
             return 0
         x, y, z = count.x, count.y, count.z
         native = self._native if open_[4] is not None else None
-        if rec.entry.definition.loop_budget is not None:
+        if guarded:
             slot = self._guard_next
             k = min(k, _GUARD_SLOTS - slot)  # a full ring is settled by the ordinary path
             if k <= 0 or native is None:
