@@ -60,8 +60,10 @@ def current_stream() -> StreamId:
     """The stream this thread's launches join: the innermost `with stream(id):`, else its own.
     (Kept in one thread-local value, `current`, by `stream` and `thread_stream`: every launch
     asks.)"""
-    sid = getattr(_local, "current", None)
-    return sid if sid is not None else thread_stream()
+    try:
+        return _local.current  # type: ignore[no-any-return]
+    except AttributeError:  # this thread's first question
+        return thread_stream()
 
 
 class stream:  # noqa: N801 - used as `with stream(3):`, like a function
@@ -86,7 +88,12 @@ class stream:  # noqa: N801 - used as `with stream(3):`, like a function
                  tb: TracebackType | None) -> None:
         stack = _local.pinned
         stack.pop()
-        _local.current = stack[-1] if stack else getattr(_local, "own", None)
+        if stack:
+            _local.current = stack[-1]
+        elif getattr(_local, "own", None) is not None:
+            _local.current = _local.own
+        else:  # never asked outside a `with`: its own stream is numbered when first asked
+            del _local.current
 
 
 @dataclass(slots=True)
