@@ -36,10 +36,10 @@ import threading
 from typing import TYPE_CHECKING, Any, Iterable
 
 from cubelab.errors import LaunchError, ResourceError, api_boundary
-from cubelab.runtime import events as ev
-from cubelab.runtime.capture import Graph
 from cubelab.runtime import dry_run as _dry_run
+from cubelab.runtime import events as ev
 from cubelab.runtime import handle as _handle
+from cubelab.runtime.capture import Graph
 from cubelab.runtime.dry_run import LaunchMode, launch_mode
 from cubelab.runtime.handle import Handle, refuse_released
 from cubelab.runtime.kernel_id import CubeKernel
