@@ -11,7 +11,7 @@
   tiled 256x256 matmul (16x16 tiles) and its 1-D 3-point stencil with a halo in shared memory
   (4 M floats), against numpy and against *baseline checkouts* of cubelab run in subprocesses
   in the same run (`--base COMMIT,...`, default 7aac876, the code before any of this work, and
-  2a8ec05, main before the cube-pattern work; checked out with `git worktree add` into a
+  c39e9c0, main before the third round of it; checked out with `git worktree add` into a
   temporary directory), so the speed-up is measured, not remembered. CPU seconds
   (`time.process_time`, every thread of the process), best of N, baseline and current code
   timed alternately twice each: the VM these run on is shared. numpy's BLAS runs one thread here
@@ -205,8 +205,8 @@ def bench_recording(rows: list[list[Any]]) -> None:
 
 
 # main before the CPU runtime's unit-only memo (issue #17: "5x faster than today" is against it),
-# and main before the cube patterns, hoisting and views of the second round
-BASES = ("7aac876", "2a8ec05")
+# and main before the third round (cube-minor dot products, row views, affine global reads)
+BASES = ("7aac876", "c39e9c0")
 MM, TILE, BLOCK = 256, 16, 256
 
 
