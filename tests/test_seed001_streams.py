@@ -135,7 +135,8 @@ def test_a_large_launch_is_submitted_before_launch_returns(wgpu_client):
     client = wgpu_client
     big = client.empty(LARGE_LAUNCH_BYTES)
     small = floats(client, np.zeros(8))
-    inc.launch(client, *ONE, arg(big))  # compiled outside the measurement
+    whole = LARGE_LAUNCH_BYTES // 4  # the view binds the whole handle
+    inc.launch(client, *ONE, arg(big, whole))  # compiled outside the measurement
     client.sync()
     gate = threading.Event()
     opener = threading.Timer(0.2, gate.set)  # the large launch waits for the device thread
@@ -144,7 +145,7 @@ def test_a_large_launch_is_submitted_before_launch_returns(wgpu_client):
             client.device.runner.submit(gate.wait)  # no idle flush before both are queued
             inc.launch(client, *ONE, arg(small))
             opener.start()
-            inc.launch(client, *ONE, arg(big))
+            inc.launch(client, *ONE, arg(big, whole))
             whys = [e.why for e in rec.of(ev.Flushed)]  # before any sync
     finally:
         gate.set()
@@ -152,6 +153,28 @@ def test_a_large_launch_is_submitted_before_launch_returns(wgpu_client):
     assert whys == ["large"]  # one submission: the small launch went with the large one
     assert rec.of(ev.Flushed)[0].dispatches == 2
     assert read(client, small)[0] == 1.0 and read(client, big)[0] == 2.0
+
+
+def test_a_small_view_of_a_large_handle_is_not_a_large_launch(wgpu_client):
+    # Gate 5 counts what a launch binds: a 1 K-item view into a 32 MiB handle goes out with the
+    # next flush like any small launch (it used to make the calling thread wait for a round trip
+    # per launch: 150 µs instead of 7 on the H200); the same handle's whole view is large.
+    from cubelab.runtime.client import LARGE_LAUNCH_BYTES
+
+    client = wgpu_client
+    big = client.create_from_slice(bytes(2 * LARGE_LAUNCH_BYTES))
+    inc.launch(client, *ONE, BufferArg.from_raw_parts(big, 1024))
+    client.sync()
+    with client.events.record(ev.Flushed) as rec:
+        client.device.runner.call(lambda: None)  # nothing pending before the launches
+        for _ in range(3):
+            inc.launch(client, *ONE, BufferArg.from_raw_parts(big, 1024))
+        small = [e.why for e in rec.of(ev.Flushed)]
+        inc.launch(client, *ONE, BufferArg.from_raw_parts(big, 2 * LARGE_LAUNCH_BYTES // 4))
+        whys = [e.why for e in rec.of(ev.Flushed)]
+    assert "large" not in small
+    assert whys[-1] == "large"
+    assert read(client, big)[0] == 5.0
 
 
 def test_a_refused_submission_fails_every_launch_in_it_the_one_that_filled_the_queue_included(

@@ -15,7 +15,7 @@ so whatever only this thread knows is decided before it:
 3. the `LaunchMode` (Execute or Skip) is decided from the process-wide dry-run depth and this
    thread's RealRun depth (`dry_run.py`), and the stream from this thread (`streams.py`);
 4. profiling (the debug log, `client.profile()`) makes the submit blocking and times it;
-5. a large launch (its buffers hold `LARGE_LAUNCH_BYTES` or more) on a batching backend waits
+5. a large launch (the views it binds hold `LARGE_LAUNCH_BYTES` or more) on a batching backend waits
    until the device thread has submitted it. The trap it exists for: `SimpleQueue.put` keeps the
    GIL, so a loop of launches ran on the calling thread for up to a switch interval while the
    device thread could not encode, and the GPU sat idle until the loop stopped or synced — on an
@@ -41,7 +41,7 @@ from cubelab.runtime import events as ev
 from cubelab.runtime import handle as _handle
 from cubelab.runtime.capture import Graph
 from cubelab.runtime.dry_run import LaunchMode, launch_mode
-from cubelab.runtime.handle import Handle, refuse_released
+from cubelab.runtime.handle import ELEM_BYTES, Handle, refuse_released
 from cubelab.runtime.kernel_id import CubeKernel
 from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.streams import current_stream
@@ -58,6 +58,7 @@ _EXECUTE = LaunchMode.Execute
 # 5 in the module's docstring): at 16 MiB even an H200 needs ~5 µs to stream the data once, more
 # than the hand-off's round trip costs the calling thread.
 LARGE_LAUNCH_BYTES = 16 << 20
+_ITEM_BYTES_MAX = 4 * ELEM_BYTES  # a binding's item is a scalar or a vector of up to 4
 
 
 # numpy's kind letter -> the cubelab type whose `as_bytes` converts an array of that kind
@@ -355,7 +356,9 @@ class Client:
             h = b.handle
             if not isinstance(h, Handle) or h.device_id != dev or h.released:  # message if needed
                 self._expect_local(h, f"launch of `{kernel.name}`")
-            size += h.size
+            # what the launch binds: a slice its declared items (each at most a vec4 of 4-byte
+            # scalars), a tensor its whole handle — not the handle behind a small view of it
+            size += h.size if b.shape is not None else min(h.size, b.items * _ITEM_BYTES_MAX)
         large = size >= LARGE_LAUNCH_BYTES and self._server.defers_release
         bindings.checked = (self, frees, large)
         return large
