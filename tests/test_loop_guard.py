@@ -19,15 +19,7 @@ from cubelab.prelude import ABSOLUTE_POS, Slice, SliceMut, cube, f32, u32
 
 from tests.fixtures.failing_kernels import forever
 from tests.fixtures.kernels import saxpy
-
-
-@cube(launch=True)
-def serial_sum(x: Slice[f32], out: SliceMut[f32], n: u32):
-    if ABSOLUTE_POS == 0:
-        acc = f32(0.0)
-        for i in range(n):
-            acc += x[i]
-        out[0] = acc
+from tests.fixtures.launch_run_kernels import serial_sum
 
 
 @cube(launch=True)
