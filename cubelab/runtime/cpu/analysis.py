@@ -461,15 +461,21 @@ _INERT = ("memory.load", "memory.index", "arith.", "math.", "vector.", "builtin.
           "buffer.len")
 
 
+def use_counts(definition: KernelDefinition) -> dict[int, int]:
+    """How many operands name each value id, over the whole kernel."""
+    uses: dict[int, int] = {}
+    for op in definition.walk():
+        for o in op.operands:
+            uses[o.id] = uses.get(o.id, 0) + 1
+    return uses
+
+
 def view_shared_loads(definition: KernelDefinition) -> set[int]:
     """Result ids of shared-memory loads of scalars whose one use is a binary op of
     `VIEW_CONSUMERS` later in the same block, with nothing in between that could write memory:
     the load may hand that op a view of each cube's row (`steps.memory.CubeView`) instead of a
     copy, since the row cannot change before the op reads it (`sm[u] + sm[u + s]`: no copies)."""
-    uses: dict[int, int] = {}
-    for op in definition.walk():
-        for o in op.operands:
-            uses[o.id] = uses.get(o.id, 0) + 1
+    uses = use_counts(definition)
     out: set[int] = set()
 
     def visit(block: Block) -> None:
@@ -502,10 +508,7 @@ def view_results(definition: KernelDefinition, views: set[int]) -> set[int]:
     `CubeView` of its own fresh buffer (`steps.arith.on_views`), so a chain like
     `(sm[u] + sm[u + 1] + sm[u + 2]) / 3` never turns its partial sums back into lane order.
     Only within a block: a branch compacts its lane arrays, which a view is not."""
-    uses: dict[int, int] = {}
-    for op in definition.walk():
-        for o in op.operands:
-            uses[o.id] = uses.get(o.id, 0) + 1
+    uses = use_counts(definition)
     out: set[int] = set()
 
     def visit(block: Block) -> None:

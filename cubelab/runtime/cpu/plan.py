@@ -149,10 +149,7 @@ class Plan:
         # never dropped: values bound before the body runs, and those a memory.index step reads
         # besides its operands (the index the kernel computed before CheckedIo's clamp, for
         # `report` mode; the bound of a clamped ABSOLUTE_POS)
-        self._uses: dict[int, int] = {}
-        for op in definition.walk():
-            for o in op.operands:
-                self._uses[o.id] = self._uses.get(o.id, 0) + 1
+        self._uses = analysis.use_counts(definition)
         self._kept = self.uniform_ids | self.hoisted_ids | set(self.lane_min.values()) | {
             raw for raw, clamped in self.raw_index.values() if clamped}
         self.private_vars = analysis.branch_private_vars(definition)
