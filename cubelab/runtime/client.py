@@ -54,10 +54,12 @@ if TYPE_CHECKING:
 _launch_seq = itertools.count(1)
 _EXECUTE = LaunchMode.Execute
 
-# A launch whose buffers hold at least this many bytes is submitted before `launch` returns (gate
-# 5 in the module's docstring): at 16 MiB even an H200 needs ~5 µs to stream the data once, more
-# than the hand-off's round trip costs the calling thread.
-LARGE_LAUNCH_BYTES = 16 << 20
+# A launch whose views hold at least this many bytes is submitted before `launch` returns (gate 5
+# in the module's docstring). Measured on an H200 (bandwidth.py, benchmarks/README.md 17:20): the
+# round trip plus a submit per launch cost more than the kernel below this — a saxpy binding 32 /
+# 128 MiB read 35–65 % / 53–70 % of raw wgpu-py at 16 MiB, 202–232 % / 99–100 % at 256 MiB — while
+# at 512 MiB and 2 GiB (the GIL trap's sizes) both read 98–100 %.
+LARGE_LAUNCH_BYTES = 256 << 20
 _ITEM_BYTES_MAX = 4 * ELEM_BYTES  # a binding's item is a scalar or a vector of up to 4
 
 
