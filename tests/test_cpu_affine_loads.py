@@ -1,6 +1,6 @@
 """A global load whose index is affine in the units' and cubes' coordinates (`x[row * w + j]`,
 also through a local the index was stored in) reads a strided view of the buffer on the CPU
-runtime (`analysis.affine_indices`, `steps.memory.affine_view`) instead of gathering per lane:
+runtime (`indices.affine_indices`, `steps.memory.affine_view`) instead of gathering per lane:
 numpy's answers on both runtimes, in chunks that are boxes of the grid and in chunks that are
 not (per lane then), and an index past the end still reads 0 and is still reported.
 """
@@ -10,7 +10,7 @@ import pytest
 
 from cubelab import BufferArg, CubeCount, CubeDim, inspect
 from cubelab.prelude import f32
-from cubelab.runtime.cpu import analysis, lanes, oob_mode
+from cubelab.runtime.cpu import indices, lanes, oob_mode
 from cubelab.runtime.cpu import plan as cpu_plan
 from cubelab.runtime.cpu.steps import memory as cpu_memory
 from tests.fixtures.cpu_kernels import tile_reads
@@ -63,7 +63,7 @@ def test_an_affine_load_past_the_end_reads_zero_and_is_reported(cpu_client):
 def test_the_tiled_matmuls_global_reads_are_affine_through_their_locals():
     definition = inspect.instance(zoo.matmul, comptime=(16,),
                                   cube_dim=CubeDim.new_2d(16, 16)).define()
-    affine = analysis.affine_indices(definition, analysis.lane_values(definition))
+    affine = indices.affine_indices(definition, indices.lane_values(definition))
     assert len(affine) == 2  # a[row * k + ak] and b[bk * n + col]
     coefs = sorted(sorted(dict(a.coefs)) for a in affine.values())
     assert coefs == [["U0", "U1", "W0"], ["U0", "U1", "W1"]]  # b's columns, a's rows
@@ -79,6 +79,6 @@ def test_a_local_stored_twice_is_not_seen_through():
             stores[op.operands[0].id] = stores.get(op.operands[0].id, 0) + 1
         elif op.name == "memory.load":
             loads[op.results[0].id] = op.operands[0].id
-    forwarded = analysis.forwarded_loads(definition)
+    forwarded = indices.forwarded_loads(definition)
     assert forwarded and all(stores[loads[load]] == 1 for load in forwarded)
     assert any(n > 1 and v in loads.values() for v, n in stores.items())  # `acc`, `av`

@@ -65,7 +65,7 @@ class Ptr:
         # pattern (`steps.memory.cube_pattern`); `index` is still the per-lane index
         self.pattern = pattern
         # global, an affine index in bounds: the items the chunk's lanes read, as a strided view
-        # of the buffer shaped (cubes z, y, x, units z, y, x) (`analysis.affine_indices`);
+        # of the buffer shaped (cubes z, y, x, units z, y, x) (`indices.affine_indices`);
         # only loads in the pointer's own block read it
         self.view = view
 

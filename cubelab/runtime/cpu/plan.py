@@ -44,7 +44,7 @@ import numpy as np
 from cubelab.ir import analysis as ir_analysis
 from cubelab.ir.core import Block, KernelDefinition, Op
 from cubelab.ir.types import Ty
-from cubelab.runtime.cpu import analysis
+from cubelab.runtime.cpu import analysis, indices
 from cubelab.runtime.cpu import steps as _steps  # noqa: F401  (registers every op's builder)
 from cubelab.runtime.cpu.instruments import Instruments, raw_indices
 from cubelab.runtime.cpu.instruments import wrap as instrument
@@ -96,8 +96,8 @@ class Plan:
                            if isinstance(r.type, Ty)], default=1)  # the widest vector
         self._buffer_list = [b.value.id for b in definition.buffers]
         self.uniform_ids: set[int] = set()
-        self.lane_ids = analysis.lane_values(definition)
-        self.lane_min = analysis.lane_mins(definition, self.lane_ids)
+        self.lane_ids = indices.lane_values(definition)
+        self.lane_min = indices.lane_mins(definition, self.lane_ids)
         self.unit_ids = {op.results[0].id for op in definition.walk()
                          if op.name == "builtin.read"
                          and op.attrs.get("name") == "local_invocation_index"}
@@ -111,7 +111,7 @@ class Plan:
         self.view_results = analysis.view_results(definition, self.shared_view_loads)
         self.written = ir_analysis.written_buffers(definition)
         # global loads whose index is affine in the lanes' coordinates: strided views
-        self.affine = analysis.affine_indices(definition, self.lane_ids) \
+        self.affine = indices.affine_indices(definition, self.lane_ids) \
             if self.needed is not None else {}
         self.view_loads = analysis.view_loads(definition, self.written)
         # Values that are the same for every unit of a launch and depend only on its scalars,

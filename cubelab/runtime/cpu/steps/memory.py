@@ -22,7 +22,7 @@ from numpy.lib.stride_tricks import as_strided
 from cubelab.ir.core import Op
 from cubelab.ir.types import Array, Atomic, Pointer, Ty
 from cubelab.runtime.cpu import semantics as sem
-from cubelab.runtime.cpu.analysis import AffineIndex
+from cubelab.runtime.cpu.indices import AffineIndex
 from cubelab.runtime.cpu.lanes import (
     REPORT_LIMIT,
     Ctx,
