@@ -42,9 +42,11 @@ default: nothing to send), `write_bytes(handle, data)`,
 `resolve_dynamic_count(handle)` (default: drain and read the 12 bytes on the host; return None
 to dispatch indirectly instead), `take_async_errors()` (errors the driver reported on the side).
 
-Size: ~825 lines, over the project's ~600, on purpose: it is the seed's second hop written once
+Size: ~850 lines, over the project's ~600, on purpose: it is the seed's second hop written once
 for every backend, and its steps share one lock-free device-thread state (cache, ledger, streams,
-pool); split, each half would reach into the other's state.
+pool); split, each half would reach into the other's state. `launch_run` (runs of identical
+launches) is the ordinary launch's fast path over that same state — its claims, tallies and
+failure bookkeeping — and is read next to it for that reason.
 """
 
 from __future__ import annotations
