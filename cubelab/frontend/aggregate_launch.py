@@ -108,12 +108,7 @@ def _fields(info: StructInfo, host: Any, kernel: str, label: str, leaves: list[L
         if f.kind == "buffer":
             leaves.append(("buffer", where, f.spec, x))
         elif f.kind == "value":
-            if not isinstance(f.spec, ScalarKind):
-                raise LaunchError(
-                    f"launch of `{kernel}`: field `{where}` is {f.spec!r}; a launch passes "
-                    "scalars of a concrete type (f32, i32, u32, bool) — declare the field so, "
-                    "or build the struct inside the kernel")
-            leaves.append(("scalar", where, f.spec, x))
+            leaves.append(("scalar", where, _launch_scalar(f.spec, where, kernel, "struct"), x))
         elif f.kind == "comptime":
             try:
                 hash(x)
@@ -126,6 +121,16 @@ def _fields(info: StructInfo, host: Any, kernel: str, label: str, leaves: list[L
     return tuple(key)
 
 
+def _launch_scalar(spec: Any, where: str, kernel: str, what: str) -> ScalarKind:
+    """A value field's type as a launch passes it: a concrete scalar type, or the error."""
+    if not isinstance(spec, ScalarKind):
+        raise LaunchError(
+            f"launch of `{kernel}`: field `{where}` is {spec!r}; a launch passes scalars of a "
+            f"concrete type (f32, i32, u32, bool) — declare the field so, or build the {what} "
+            "inside the kernel")
+    return spec
+
+
 def _zero_leaves(variant: type, label: str, leaves: list[Leaf], kernel: str) -> None:
     """The fields of a runtime enum's variant it is not: zero scalars."""
     info = struct_info(variant)
@@ -133,12 +138,7 @@ def _zero_leaves(variant: type, label: str, leaves: list[Leaf], kernel: str) -> 
     for f in info.fields:
         where = field_label(label, f.name)
         if f.kind == "value":
-            if not isinstance(f.spec, ScalarKind):
-                raise LaunchError(
-                    f"launch of `{kernel}`: field `{where}` is {f.spec!r}; a launch passes "
-                    "scalars of a concrete type (f32, i32, u32, bool) — declare the field so, "
-                    "or build the enum inside the kernel")
-            leaves.append(("scalar", where, f.spec, 0))
+            leaves.append(("scalar", where, _launch_scalar(f.spec, where, kernel, "enum"), 0))
         else:
             _zero_leaves(f.spec, where, leaves, kernel)
 
