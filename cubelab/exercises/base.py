@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Literal
 __all__ = ["Exercise", "Result", "Status", "grading_client", "results", "UNANSWERED_MESSAGE"]
 
 Status = Literal["unanswered", "wrong", "correct"]
-UNANSWERED_MESSAGE = "Not answered yet: replace `...` in the answer cell and run it again."
+UNANSWERED_MESSAGE = "replace `...` in the answer cell and run it again."
 
 # The last result of each key checked in this process (tests read it after running a notebook).
 _last: dict[str, "Result"] = {}
@@ -66,6 +66,9 @@ class Result:
     expected: Any = None
     report: Any = None
     details: str = ""  # plain text: a mismatch table, an out-of-bounds report ...
+    # the student's own kernel failed to compile or run: `details` is that error (caret and its
+    # hint), and it is the verdict — no exercise hint on top, it would point elsewhere
+    error: BaseException | None = field(default=None, repr=False, compare=False)
     key: str = ""
     exercise: Any = field(default=None, repr=False, compare=False)
     client: Any = field(default=None, repr=False, compare=False)
@@ -75,7 +78,7 @@ class Result:
         return self.status == "correct"
 
     def __str__(self) -> str:
-        out = [f"[{self.status}] {self.key}: {self.message}".rstrip()]
+        out = [f"[{self.status}] {self.key}: {self.message}".rstrip(" :")]
         if self.hint:
             out.append(f"hint: {self.hint}")
         if self.details:
@@ -91,15 +94,20 @@ class Result:
                                        "correct": "cl-state-clean"}
 
     def _repr_html_(self) -> str:
-        hint = (f'<div class="cl-hint"><b>Hint:</b> {html.escape(self.hint)}</div>'
+        from cubelab.inspect.views import inline_markdown
+
+        hint = (f'<div class="cl-hint"><b>Hint:</b> {inline_markdown(self.hint)}</div>'
                 if self.hint else "")
+        message = self.message.strip().rstrip(":")
+        verdict = html.escape(self._LABEL[self.status]) + (
+            f": {inline_markdown(message)}" if message else "")
         details = (f"<pre class='cl-details'>{html.escape(self.details)}</pre>"
                    if self.details else "")
         return (f'<div class="cubelab-code cubelab-exercise-result" '
                 f'data-key="{html.escape(self.key)}" data-status="{self.status}">'
                 f'<div class="cl-title {self._CLASS[self.status]} cl-verdict" '
                 f'data-correct="{str(self.correct).lower()}">'
-                f"{html.escape(self._LABEL[self.status])}: {html.escape(self.message)}</div>"
+                f"{verdict}</div>"
                 f"{hint}{details}</div>")
 
     def _ipython_display_(self) -> None:
@@ -139,7 +147,7 @@ class Exercise:
             client = grading_client(client)
             r = self._check(answer, client)
             r.client = client
-            if r.status == "wrong" and not r.hint:
+            if r.status == "wrong" and not r.hint and r.error is None:
                 r.hint = self.hint
         r.key, r.exercise = self.key, self
         _last[self.key] = r
@@ -158,14 +166,12 @@ class Exercise:
             return r
 
     def parse(self, text: str) -> Any:
-        """An answer typed into the widget's text box, as `check` takes it."""
-        import ast
+        """An answer typed into the widget's text box, as `check` takes it: kept as written,
+        read in its obvious forms (`answer_text.read`); `answer_text.Unreadable` (saying how
+        to write it) for text that is no answer at all. `...` for an empty box."""
+        from cubelab.exercises.answer_text import read
 
-        text = text.strip()
-        try:
-            return ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            return text
+        return read(text)
 
     def _check(self, answer: Any, client: Any) -> Result:
         raise NotImplementedError

@@ -26,6 +26,7 @@ from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
+from cubelab.exercises.answer_text import Unreadable, read
 from cubelab.exercises.base import Exercise, Result
 from cubelab.runtime import events as ev
 
@@ -119,6 +120,14 @@ def names_of(answer: Any) -> set[str] | None:
     return None
 
 
+def _names(text: str, how: str) -> Any:
+    """A typed answer that must be names ("b, c", "b c", "[b, c]", "none")."""
+    value = read(text, how)
+    if value is not Ellipsis and names_of(value) is None:
+        raise Unreadable(f"could not read {text.strip()!r} as names: {how}")
+    return value
+
+
 # -- predict a count ------------------------------------------------------------------------------
 
 @dataclass
@@ -138,10 +147,11 @@ class CountExercise(Exercise):
         return record_run(grading_client(client), self.launches, self.clear_cache)
 
     def parse(self, text: str) -> Any:
-        try:
-            return int(text.strip())
-        except ValueError:
-            return text
+        how = f"write a whole number of {self.what}, e.g. 3"
+        value = read(text, how)
+        if value is not Ellipsis and (isinstance(value, bool) or not isinstance(value, int)):
+            raise Unreadable(f"could not read {text.strip()!r} as a count: {how}")
+        return value
 
     def _check(self, answer: Any, client: Any) -> Result:
         if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
@@ -228,14 +238,15 @@ class KernelIdDiffExercise(Exercise):
             out.add("source")
         return out
 
+    name_example = "answer with KernelId field names, e.g. mode, cube_dim — or none"
+
     def parse(self, text: str) -> Any:
-        return text
+        return _names(text, self.name_example)
 
     def _check(self, answer: Any, client: Any) -> Result:
         names = names_of(answer)
         if names is None:
-            return self._wrong(answer, "answer with KernelId field names, e.g. \"mode, "
-                               "cube_dim\", or \"none\"")
+            return self._wrong(answer, self.name_example)
         names = {n.removeprefix("info.") for n in names}
         a, b = self.run(client)
         expected = self.differing(a, b)
@@ -278,7 +289,7 @@ class _WhichNames:
         raise NotImplementedError
 
     def parse(self, text: str) -> Any:
-        return text
+        return _names(text, self.name_example)
 
     def _check(self, answer: Any, client: Any) -> Result:
         ex: Any = self  # an Exercise: `_right`, `_wrong` and `explanation` come from it
@@ -304,7 +315,7 @@ class FailedBuffersExercise(_WhichNames, Exercise):
     code: str = ""
     program: Callable[[Any], dict[str, Any]] = lambda c: {}
     explanation: str = ""
-    name_example = "answer with buffer names, e.g. \"b, c\", or \"none\""
+    name_example = "answer with buffer names, e.g. b, c — or none"
     not_what = "what the runtime reports."
 
     def run(self, client: Any) -> tuple[set[str], dict[str, str]]:
@@ -332,7 +343,7 @@ class CallsExercise(_WhichNames, Exercise):
     calls: Callable[[Any], dict[str, Callable[[], Any]]] = lambda c: {}
     error: type[BaseException] = Exception
     explanation: str = ""
-    name_example = "answer with call names, e.g. \"check, read_one\", or \"none\""
+    name_example = "answer with call names, e.g. check, read_one — or none"
     not_what = "what raised."
 
     def run(self, client: Any) -> tuple[set[str], dict[str, str]]:
@@ -390,9 +401,7 @@ class KernelExercise(Exercise):
         try:
             got = self._run(answer, client)
         except Exception as exc:  # noqa: BLE001 - the student's kernel failing is an answer
-            first = str(exc).strip().splitlines()
-            return self._wrong(answer, f"the kernel did not run: {type(exc).__name__}",
-                               details="\n".join(first[:12]))
+            return self._failed(answer, exc)
         bad = self._mismatches(got, expected)
         if bad:
             return self._wrong(answer, "the buffers differ from the spec.",
@@ -411,6 +420,18 @@ class KernelExercise(Exercise):
             if why:
                 return self._wrong(answer, "the values are right, but a rule is broken.", why)
         return self._right(answer, "every buffer matches the spec.", expected=expected)
+
+    def _failed(self, answer: Any, exc: BaseException) -> Result:
+        """The student's kernel did not compile (or failed while running): its own error —
+        place, caret, hint — is the verdict. A read of its output raises `BufferFailure`, whose
+        cause is that error; the wrapper and the exercise's hint would only hide it."""
+        from cubelab.errors import BufferFailure, CompileError, FeatureError, KernelSourceError
+
+        cause = exc.cause if isinstance(exc, BufferFailure) else exc
+        compiles = not isinstance(cause, (KernelSourceError, CompileError, FeatureError))
+        what = "failed while running" if compiles else "does not compile"
+        return Result("wrong", f"your kernel {what}", answer=answer,
+                      details=f"{type(cause).__name__}: {str(cause).strip()}", error=cause)
 
     def _mismatches(self, got: Buffers, expected: Buffers) -> list[str]:
         out: list[str] = []

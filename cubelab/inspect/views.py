@@ -15,7 +15,18 @@ from typing import Any, Mapping, Sequence
 
 from cubelab.inspect.highlight import CSS_SCOPE, css, lexer_for, to_html
 
-__all__ = ["View", "CodeView", "TableView", "SectionsView", "NoteView"]
+__all__ = ["View", "CodeView", "TableView", "SectionsView", "NoteView", "inline_markdown"]
+
+
+def inline_markdown(text: str) -> str:
+    """HTML for the inline Markdown that cubelab's prose uses — `code` and **bold** — escaped
+    first, so nothing else in the text becomes markup. Every view that puts a message, a hint, a
+    verdict or a reason into HTML goes through here: a backtick is never shown raw."""
+    import re
+
+    out = html.escape(text)
+    out = re.sub(r"`([^`\n]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\*\*([^*\n]+)\*\*", r"<b>\1</b>", out)
 
 _TABLE_CSS = f"""
 .{CSS_SCOPE} table.cl-table {{ border-collapse: collapse; font-size: var(--jp-code-font-size, 12px); }}

@@ -24,6 +24,7 @@ from typing import Any, Iterable
 import ipywidgets as W
 
 from cubelab.inspect.live import Ledger
+from cubelab.inspect.views import inline_markdown
 
 __all__ = ["UiThread", "View", "LiveView", "default_ui", "client_of", "message_html",
            "inline_markdown"]
@@ -42,17 +43,6 @@ def message_html(text: str, shown_lines: int = 12) -> str:
     return (f'<pre class="cl-msg">{head}</pre><details><summary class="cl-muted">'
             f'{len(lines) - shown_lines} more lines</summary><pre class="cl-msg">{rest}</pre>'
             "</details>")
-
-
-def inline_markdown(text: str) -> str:
-    """HTML for the inline Markdown an exercise's text uses: `code` and **bold** (escaped
-    first, so nothing else in the text becomes markup)."""
-    import html
-    import re
-
-    out = html.escape(text)
-    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", out)
 
 
 def client_of(client: Any) -> Any:
