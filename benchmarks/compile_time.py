@@ -19,7 +19,7 @@ from _common import table
 
 from cubelab import BufferArg, CubeCount, CubeDim, Device
 from cubelab import inspect as ci
-from cubelab.compiler.msl import compile_msl
+from cubelab.compiler.targets import TARGETS
 from cubelab.compiler.wgsl import compile_wgsl
 from cubelab.ir.passes import CheckedIo, PassManager
 from cubelab.prelude import f32
@@ -37,7 +37,7 @@ def frontend_times(k: Any, repeats: int) -> dict[str, float]:
         t2 = time.perf_counter()
         compile_wgsl(d)
         t3 = time.perf_counter()
-        compile_msl(d)
+        TARGETS["msl"].compile(d)
         t4 = time.perf_counter()
         best["expand"] = min(best["expand"], (t1 - t0) * 1e3)
         best["passes"] = min(best["passes"], (t2 - t1) * 1e3)
@@ -140,7 +140,7 @@ def zoo_table(repeats: int, client: Any = None) -> str:
     rows = []
     for name, k in ZOO:
         t = frontend_times(k, repeats)
-        lines = len(compile_msl(k.define()).source.splitlines())
+        lines = len(TARGETS["msl"].compile(k.define()).source.splitlines())
         ours = t["expand"] + t["passes"] + t["wgsl"]
         drv = f"{zoo_driver_time(client, k):.2f}" if client is not None else "-"
         rows.append([name, f"{t['expand']:.3f}", f"{t['passes']:.3f}", f"{t['wgsl']:.3f}",

@@ -4,7 +4,7 @@ pointers) gets the same answer from it."""
 
 import pytest
 
-from cubelab.compiler.msl import compile_msl
+from cubelab.compiler.targets import TARGETS
 from cubelab.ir import F32, U32, BufferParam, KernelDefinition, Pointer, RuntimeArray, Scope
 from cubelab.ir.analysis import (
     EFFECTS,
@@ -99,7 +99,7 @@ def test_msl_makes_a_pointer_const_exactly_when_the_runtime_would_not_claim_the_
         d = k.define()
         io = runtime_buffer_io.buffer_io(d)
         assert io is not None
-        src = compile_msl(d).source
+        src = TARGETS["msl"].compile(d).source
         head = src[src.index("[[kernel]]"):src.index("{", src.index("[[kernel]]"))]
         for b, use in zip(d.buffers, io):
             const = f"const* const {b.value.name} [[buffer(" in head

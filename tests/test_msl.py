@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 import cubelab.inspect as ci
-from cubelab.compiler import msl as msl_mod
-from cubelab.compiler.msl import MSL_OPS, compile_msl
+from cubelab.compiler.cpp import emitter as emitter_mod
+from cubelab.compiler.cpp.emitter import C_OPS
+from cubelab.compiler.cpp.metal import METAL, MslTarget
 from cubelab.compiler.pipeline import ExecutionMode, compile_definition
 from cubelab.compiler.targets import TARGETS
 from cubelab.ir import (
@@ -49,6 +50,11 @@ CXX_FLAGS = ["-std=c++17", "-fsyntax-only", "-Wall", "-Wno-unused-variable",
 
 
 # -- helpers ------------------------------------------------------------------------------------
+def compile_msl(d: KernelDefinition) -> Any:
+    """The "msl" target: the C-family emitter given the Metal dialect."""
+    return MslTarget().compile(d)
+
+
 def definition(k: Any, rule: str = "fixed") -> KernelDefinition:
     """What a server compiles: define, then the passes of the instance's execution mode."""
     d = k.define()
@@ -328,8 +334,7 @@ def test_only_the_builtins_a_kernel_reads_are_parameters():
 def test_float_literals_are_the_shortest_digits_that_read_back_as_the_same_f32():
     import struct
 
-    from cubelab.compiler.msl import msl_literal
-
+    msl_literal = METAL.literal
     assert msl_literal(0.1, Elem.F32) == "0.1f"
     assert msl_literal(0.32759109139442444, Elem.F32) == "0.3275911f"  # erf's A&S constant
     assert msl_literal(2.0, Elem.F32) == "2.0f"
@@ -344,10 +349,10 @@ def test_float_literals_are_the_shortest_digits_that_read_back_as_the_same_f32()
 
 # -- every op, every kernel, through a real compiler -------------------------------------------
 def test_every_op_in_the_ir_vocabulary_has_an_msl_lowering():
-    missing = sorted(set(OPS) - set(MSL_OPS))
-    assert not missing, f"ops in ir.core.OPS with no MSL lowering: {missing}"
-    for name in MSL_OPS:
-        assert callable(getattr(msl_mod._Emitter, "op_" + name.replace(".", "_"), None)), name
+    missing = sorted(set(OPS) - set(C_OPS))
+    assert not missing, f"ops in ir.core.OPS with no C-family lowering: {missing}"
+    for name in C_OPS:
+        assert callable(getattr(emitter_mod.CEmitter, "op_" + name.replace(".", "_"), None)), name
 
 
 def every_op_kernel() -> KernelDefinition:
@@ -689,7 +694,7 @@ def test_an_msl_codegen_error_becomes_a_comment_not_an_exception(monkeypatch):
     def boom(kernel: KernelDefinition) -> Any:
         raise RuntimeError("no Metal for you\nsecond line")
 
-    monkeypatch.setattr(msl_mod, "compile_msl", boom)
+    monkeypatch.setattr(MslTarget, "compile", lambda self, k: boom(k))
     c = compile_definition(definition(saxpy4()), ExecutionMode.Unchecked, run=None,
                            show=[TARGETS["msl"]])
     text = c.shown_sources("wgsl")["msl"]
@@ -721,7 +726,7 @@ def test_a_launch_publishes_the_msl_beside_the_wgsl_and_survives_an_msl_failure(
     def boom(kernel: KernelDefinition) -> Any:
         raise RuntimeError("broken MSL target")
 
-    monkeypatch.setattr(msl_mod, "compile_msl", boom)
+    monkeypatch.setattr(MslTarget, "compile", lambda self, k: boom(k))
     client.clear_cache()
     with client.events.record(ev.CompileFinished) as rec:
         out = launch()

@@ -1,6 +1,6 @@
 """What every target generator produces, and the protocol it implements.
 
-A target (`wgsl.py`, `msl.py`, ...) turns a `KernelDefinition` that has been through the passes
+A target (`wgsl.py`, the C-family dialects of `cpp/`, ...) turns a `KernelDefinition` that has been through the passes
 into source text. Besides the text it returns a line map — generated line → the Python source
 location of the op that produced it — which error messages and the inspector's line
 correspondence both read.
@@ -37,10 +37,12 @@ class CompiledSource:
 
 class Target(Protocol):
     """A code generator. `shown_only`: its source is rendered beside every compile for reading
-    (MSL) but never run here; a target that fails to render is then a comment, not an error."""
+    (MSL) but never run here; a target that fails to render is then a comment, not an error.
+    `lexer`: the pygments lexer name its source is highlighted with."""
 
     name: str
     shown_only: bool
+    lexer: str
 
     def compile(self, kernel: KernelDefinition) -> CompiledSource: ...
 
@@ -102,9 +104,9 @@ class InfoReads:
     if not by name, a value operand (`operand`)."""
 
     slots: InfoSlots
-    info_prefix: str  # "info." (WGSL) or "info_v41." (MSL's reference to the block)
-    dynamic_meta_array: str  # "info.dynamic_meta" (WGSL) or MSL's pointer past the struct
-    nonzero: str  # how a u32 info word becomes a bool: WGSL " != 0u", MSL " != 0"
+    info_prefix: str  # "info." (WGSL) or "info_v41." (the C family's reference to the block)
+    dynamic_meta_array: str  # "info.dynamic_meta" (WGSL) or the C family's pointer past it
+    nonzero: str  # how a u32 info word becomes a bool: WGSL " != 0u", C " != 0"
 
     def operand(self, v: Value) -> str:
         return v.name

@@ -30,11 +30,11 @@ from __future__ import annotations
 import functools
 import json
 import math
-import struct
 from typing import Callable
 
 from cubelab.compiler.base import CodegenError, CompiledSource, InfoReads, InfoSlots, lowerings
-from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, MATH_SAME, REMAINDER, UNARY
+from cubelab.compiler.spelling import (BINARY, COMPARE, LOGICAL, MATH_SAME, REMAINDER, UNARY,
+                                       f32_bits, f32_digits)
 from cubelab.compiler.info import info_layout
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op
 from cubelab.ir.passes import GUARD_BUDGET, GUARD_DRIVER
@@ -89,13 +89,8 @@ def wgsl_literal(value: object, ty: Ty) -> str:
         s = "true" if value else "false"
     elif elem == "f32":
         f = float(value)  # type: ignore[arg-type]
-        if math.isnan(f) or math.isinf(f):
-            bits = struct.unpack("<I", struct.pack("<f", f))[0]
-            s = f"bitcast<f32>({bits}u)"
-        else:
-            s = repr(float(struct.unpack("<f", struct.pack("<f", f))[0]))
-            if "e" not in s and "." not in s:
-                s += ".0"
+        # `f`: an f32 literal, never an abstract float naga would have to convert
+        s = f"{f32_digits(f)}f" if math.isfinite(f) else f"bitcast<f32>({f32_bits(f)}u)"
     elif elem == "u32":
         s = f"{int(value) & 0xFFFFFFFF}u"  # type: ignore[call-overload]
     else:
@@ -106,7 +101,7 @@ def wgsl_literal(value: object, ty: Ty) -> str:
 
 class _Emitter(InfoReads):
     """Writes one kernel's body: `op(op)` dispatches to the `op_<dialect>_<name>` method of
-    each IR op (as `msl.py` does), at the current indent depth."""
+    each IR op (as the C-family emitter, `cpp/emitter.py`, does), at the current indent depth."""
 
     def __init__(self, kernel: KernelDefinition) -> None:
         self.kernel = kernel
@@ -612,6 +607,7 @@ def dropped_print_notice(kernel: str, lines: list[int | None]) -> str:
 class WgslTarget:
     name = "wgsl"
     shown_only = False
+    lexer = "wgsl"
 
     def compile(self, kernel: KernelDefinition) -> CompiledSource:
         return compile_wgsl(kernel)

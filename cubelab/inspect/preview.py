@@ -8,7 +8,7 @@ source, IR and generated lines. `inspect/__init__.py` re-exports every name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 from cubelab.compiler import TARGETS, CompiledSource, Target
@@ -28,9 +28,18 @@ class Compiled:
     expanded_ir: str
     passes: list[PassRecord]
     ir: str
-    wgsl: CompiledSource
-    # MSL when the MSL target is installed (shown, never run here)
-    msl_compiled: CompiledSource | None = None
+    # one entry per target of `compiler.targets.TARGETS` that could express the kernel, in the
+    # registry's order; a target that failed is in `failures` (a launch shows it as a comment)
+    sources: dict[str, CompiledSource]
+    failures: dict[str, BaseException] = field(default_factory=dict)
+
+    @property
+    def wgsl(self) -> CompiledSource:
+        return self.sources["wgsl"]
+
+    @property
+    def msl_compiled(self) -> CompiledSource | None:
+        return self.sources.get("msl")
 
     @property
     def msl(self) -> str | None:
@@ -44,7 +53,8 @@ def compiled(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) 
     target cannot express the kernel (a launch then shows a comment saying why)."""
     c = _pipeline(k, checked_io, run=TARGETS["wgsl"],
                   show=[t for name, t in TARGETS.items() if name != "wgsl"])
-    return Compiled(k.id(), c.expanded_ir, c.passes, c.ir, c.sources["wgsl"], c.sources.get("msl"))
+    sources = {name: c.sources[name] for name in TARGETS if name in c.sources}
+    return Compiled(k.id(), c.expanded_ir, c.passes, c.ir, sources, c.failures)
 
 
 def _pipeline(k: KernelInstance, checked_io: CheckedIoRule, run: Target,

@@ -188,7 +188,8 @@ OPS: dict[str, str] = {
 }
 
 # The `fn` attributes math.unary and math.binary accept (their meaning is in OPS' text above);
-# every target and the CPU runtime implement each (tests/test_msl.py, test_wgsl.py, test_cpu_ops.py).
+# every target and the CPU runtime implement each (tests/test_msl.py, test_cuda.py, test_wgsl.py,
+# test_cpu_ops.py).
 MATH_UNARY_FNS = ("sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin",
                   "acos", "atan", "asinh", "acosh", "atanh", "floor", "ceil", "round", "trunc",
                   "inverse_sqrt", "abs", "count_ones", "reverse_bits", "leading_zeros",
