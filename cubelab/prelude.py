@@ -70,6 +70,8 @@ from cubelab.frontend.library import (
     sync_cube,
     sync_storage,
     workgroup_uniform_load,
+    workgroup_uniform_load_atomic,
+    device_properties,
     tan,
     tanh,
 )
@@ -109,7 +111,7 @@ def comptime(value):  # type: ignore[no-untyped-def]
 __all__ = [
     *_builtins_all, "cube", "cube_type", "comptime", "debug_print", "unroll", "exp", "log", "sqrt", "sin",
     "cos", "tan", "tanh", "erf", "floor", "ceil", "clamp", "fma", "select", "sync_cube",
-    "sync_storage", "workgroup_uniform_load", "plane_sum", "plane_min", "plane_max", "plane_all", "plane_any",
+    "sync_storage", "workgroup_uniform_load", "workgroup_uniform_load_atomic", "device_properties", "plane_sum", "plane_min", "plane_max", "plane_all", "plane_any",
     "plane_broadcast", "plane_elect", "plane_prod", "plane_inclusive_sum",
     "plane_exclusive_sum", "plane_inclusive_prod", "plane_exclusive_prod", "plane_ballot",
     "plane_shuffle", "plane_shuffle_xor", "plane_shuffle_up", "plane_shuffle_down", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh",

@@ -184,7 +184,12 @@ def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos,
     if obj is Vector:
         if name == "new" and len(args) == 1:
             return _vector_new(s, args[0])
-        raise error(s, f"`Vector.{name}` is not available", "available: Vector.new(x)")
+        fn = library.METHODS.get(name)
+        if fn is not None:  # CubeCL's static forms: `Vector::dot(a, b)`, `Vector::normalize(v)`
+            return fn._expand_call(s, *args)
+        raise error(s, f"`Vector.{name}` is not available",
+                    "available: Vector.new(x), and the library as static methods: "
+                    + ", ".join(f"Vector.{n}" for n in sorted(library.METHODS)))
     if isinstance(obj, VectorSpec):
         return _sized_vector(s, obj, name, [read(s, a) for a in args])
     obj_r = read(s, obj)

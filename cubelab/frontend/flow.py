@@ -44,7 +44,7 @@ from cubelab.frontend.operands import (
 )
 from cubelab.frontend.types import GenericScalar, ScalarKind
 from cubelab.frontend.values import RV, UNBOUND, ArrayRef, BufferRef, LocalVar, SliceView
-from cubelab.frontend.variables import assign
+from cubelab.frontend.variables import assign, snapshot
 from cubelab.ir.core import Block, Op
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import BOOL, I32, U32, Pointer, Ty
@@ -173,7 +173,7 @@ def fn_enter(s: Scope, name: str, helper: bool, at: Pos, returns: Any = None) ->
 def fn_exit(s: Scope) -> Any:
     frame = _frames(s).pop()
     if frame.rv is not None:
-        return read(s, frame.rv)
+        return snapshot(s, frame.rv)
     return frame.value
 
 
@@ -181,7 +181,7 @@ def ret(s: Scope, x: Any, at: Pos) -> None:
     """`return` / `return x`."""
     s.at(*at)
     frame = _frame(s)
-    x = read(s, x) if x is not None else None
+    x = snapshot(s, x) if x is not None else None
     if x is not None and frame.returns is not None:
         x = call(s, frame.returns, [x], at)
     crossed = _mark_exits(frame, 0)
@@ -196,7 +196,8 @@ def ret(s: Scope, x: Any, at: Pos) -> None:
     if x is not None:
         if frame.rv is None:
             frame.rv = assign(s, UNBOUND, x, "return_value", True, at)
-        elif aggregates.is_aggregate_value(frame.rv):  # a struct: copied field-wise
+        elif aggregates.is_aggregate_value(frame.rv) or isinstance(frame.rv, tuple):
+            # a struct is copied field-wise, a tuple item by item
             assign(s, frame.rv, x, "return_value", True, at)
         else:
             ptr_ty = frame.rv.ptr.type

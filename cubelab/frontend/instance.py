@@ -26,6 +26,7 @@ from cubelab.runtime.kernel_id import (
     ExecutionMode,
     KernelId,
 )
+from cubelab.runtime.properties import DeviceProperties
 
 if TYPE_CHECKING:
     from cubelab.frontend.kernel import CubeFunction
@@ -77,10 +78,13 @@ class KernelInstance:
     def id(self) -> KernelId:
         return self._id
 
-    def define(self) -> KernelDefinition:
+    def define(self, properties: DeviceProperties | None = None) -> KernelDefinition:
+        """The IR of this KernelId, built by the kernel's `expand`. `properties`: the compiling
+        device's (what `device_properties()` reads; the defaults for a preview without one)."""
         fn = self.fn
         scope = Scope(types={**self.types, **self.sizes, "__cube_dim__": self.cube_dim.as_tuple()},
                       file=fn.file, kernel_name=fn.__name__)
+        scope.device_properties = properties if properties is not None else DeviceProperties()
         args: list[Any] = []
         buffers: list[BufferParam] = []
         scalars: list[ScalarParam] = []

@@ -416,12 +416,18 @@ def _uniform_load(s: Scope, x: Any) -> Any:
     `memory.load`, the last op registered, becomes the barrier-and-load in place (the same
     result value, so a name already bound to it reads the uniform load)."""
     x = read(s, x)
+    if isinstance(x, AtomicRef):
+        # an atomic item is passed as its reference (`count[0]` of a
+        # SharedMemory[Atomic[u32]]): the barrier, then an atomic load (WGSL's atomic
+        # overload of workgroupUniformLoad; CubeCL's `workgroup_uniform_load_atomic`)
+        ty = x.ptr.type
+        if not (isinstance(ty, Pointer) and ty.space == "shared"):
+            raise error(s, "workgroup_uniform_load of an atomic that is not in shared memory",
+                        "load a SharedMemory[Atomic[u32]] item: a global atomic has no uniform "
+                        "load (read it with .load())")
+        return RV(s.emit("sync.uniform_load", [x.ptr], ty.pointee.value_ty))
     ops = s.block.ops
     last = ops[-1] if ops else None  # (nothing ran since the read: it can still be moved)
-    if isinstance(x, AtomicRef):
-        raise error(s, "workgroup_uniform_load of an atomic",
-                    "the uniform load reads plain shared memory: SharedMemory[u32](n), not "
-                    "SharedMemory[Atomic[u32]]")
     ptr = last.operands[0].type if last is not None and last.operands else None
     if not (isinstance(x, RV) and last is not None and last.name == "memory.load"
             and last.results[0] is x.v and isinstance(ptr, Pointer) and ptr.space == "shared"):
@@ -430,6 +436,15 @@ def _uniform_load(s: Scope, x: Any) -> Any:
                     "read earlier, not a buffer or a local)")
     last.name = "sync.uniform_load"
     return x
+
+
+def _device_properties(s: Scope) -> Any:
+    """`device_properties()`: CubeCL's `comptime::device_properties()` — the compiling
+    device's `DeviceProperties`, a Python value during expansion (so `props.plane_size_max`
+    is a comptime int and a branch on it folds). The kernel is compiled per device, so each
+    device's pipeline reads its own; the inspector's preview without a device reads the
+    defaults."""
+    return s.device_properties
 
 
 def _no_py(name: str) -> Callable[..., Any]:
@@ -535,6 +550,9 @@ select = Intrinsic("select", _select, lambda c, a, b: a if c else b, 3)
 sync_cube = Intrinsic("sync_cube", _sync("sync.cube"), None, 0)
 sync_storage = Intrinsic("sync_storage", _sync("sync.storage"), None, 0)
 workgroup_uniform_load = Intrinsic("workgroup_uniform_load", _uniform_load, None, 1)
+device_properties = Intrinsic("device_properties", _device_properties, None, 0)
+# CubeCL's name for the atomic form; `workgroup_uniform_load` takes an atomic item too
+workgroup_uniform_load_atomic = Intrinsic("workgroup_uniform_load_atomic", _uniform_load, None, 1)
 plane_sum = Intrinsic("plane_sum", _plane_reduce("sum"), None, 1)
 plane_min = Intrinsic("plane_min", _plane_reduce("min"), None, 1)
 plane_max = Intrinsic("plane_max", _plane_reduce("max"), None, 1)
@@ -620,7 +638,7 @@ __all__ = ["sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "
            "trunc", "inverse_sqrt", "recip", "exp_m1", "to_degrees", "to_radians", "is_nan",
            "is_inf", "atan2", "hypot", "rhypot", "powi", "count_ones", "reverse_bits",
            "leading_zeros", "trailing_zeros", "find_first_set", "saturating_add",
-           "saturating_sub", "mul_hi", "vector_sum", "dot", "magnitude", "normalize", "sync_cube", "sync_storage", "workgroup_uniform_load", "plane_sum", "plane_min", "plane_max",
+           "saturating_sub", "mul_hi", "vector_sum", "dot", "magnitude", "normalize", "sync_cube", "sync_storage", "workgroup_uniform_load", "workgroup_uniform_load_atomic", "device_properties", "plane_sum", "plane_min", "plane_max",
            "plane_all", "plane_any", "plane_broadcast", "plane_elect", "plane_prod",
            "plane_inclusive_sum", "plane_exclusive_sum", "plane_inclusive_prod",
            "plane_exclusive_prod", "plane_ballot", "plane_shuffle", "plane_shuffle_xor",

@@ -43,7 +43,7 @@ from cubelab.frontend.operands import (
 )
 from cubelab.frontend import sequences
 from cubelab.frontend.operators import binop
-from cubelab.frontend.types import ArrayKind
+from cubelab.frontend.types import ArrayKind, ScalarKind
 from cubelab.frontend.values import RV, ArrayRef, AtomicRef, BufferRef, LocalVar, SliceView
 from cubelab.ir.core import Op, Value
 from cubelab.ir.scope import Scope
@@ -295,6 +295,31 @@ def vector_component(s: Scope, v: Value, idx: Any) -> Any:
     return RV(s.emit("vector.extract", [v], Ty(ty.elem), index=idx))
 
 
+def _splat_needs_width(s: Scope, var: LocalVar, ty: Ty, k: Any) -> Exception:
+    """`v = Vector.new(x)` then `v[1] = y`: CubeCL's rustc infers `v`'s width from a later
+    line; cubelab's expansion runs line by line, so `v` is the scalar it was made from (a
+    splat widens only where it meets a vector). Point at the line that makes `v`, naming the
+    width to write there — the launch's Size generic when there is one."""
+    elem = next((n for n, t in s.types.items() if isinstance(t, ScalarKind)
+                 and t.elem is ty.elem), ty.elem.value)
+    need = 2 if isinstance(k, KERNEL_VALUES) else k + 1
+    sizes = [(n, w) for n, w in s.types.items()
+             if isinstance(w, int) and not isinstance(w, bool) and w >= need]
+    if sizes:
+        n, w = sizes[0]
+        width, note = n, f" ({n} is {w} in this launch)"
+    else:
+        width, note = str(4 if need > 2 else 2), ""
+    here = s.loc.line if s.loc else 0
+    what = f"`{var.name}[{k}] = ...`" if not isinstance(k, KERNEL_VALUES) else \
+        f"`{var.name}[i] = ...`"
+    return error(
+        s, f"`{var.name}` is a scalar here: `Vector.new(x)` has no width of its own (it widens "
+        f"only where it meets a vector), so {what} at line {here} has no component to set",
+        f"give it its width where it starts: `{var.name} = Vector[{elem}, {width}].new(...)`"
+        f"{note}", at=var.from_splat)
+
+
 def set_component(s: Scope, var: LocalVar, idx: Any, x: Any) -> None:
     """`v[k] = x` on a local vector (CubeCL's `line[k] = x`): the local gets the vector with
     component k replaced — `vector.insert` for a comptime k, `vector.insert_at` for a runtime
@@ -303,6 +328,9 @@ def set_component(s: Scope, var: LocalVar, idx: Any, x: Any) -> None:
     current = read(s, var)
     ty = ty_of(current.v)
     k = read(s, idx)
+    if var.from_splat is not None and ty.width == 1 and (isinstance(k, KERNEL_VALUES)
+                                                         or k != 0):
+        raise _splat_needs_width(s, var, ty, k)
     if isinstance(k, KERNEL_VALUES) and ty.width > 1:
         at = index_value(s, k)
         item = value(s, x, Ty(ty.elem))

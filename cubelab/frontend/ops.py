@@ -44,12 +44,12 @@ from cubelab.frontend.matching import match_
 from cubelab.frontend.memory import augsetitem, getitem, setitem, subslice
 from cubelab.frontend.operators import binop, boolop, cmp, not_, unary
 from cubelab.frontend.values import UNBOUND
-from cubelab.frontend.variables import assign, augassign, augsetfield, setfield, typed
+from cubelab.frontend.variables import assign, augassign, augsetfield, setfield, typed, unpack
 
 __all__ = [
     "UNBOUND", "assign", "attr", "augassign", "augsetfield", "augsetitem", "binop", "boolop",
     "brk", "call",
     "cmp", "comptime", "cont", "fn_enter", "fn_exit", "for_each", "for_range", "for_unroll",
     "getitem", "guard", "if_", "ifexp", "match_", "method", "not_", "ret", "setfield", "setitem",
-    "subslice", "typed", "unary", "while_",
+    "subslice", "typed", "unary", "unpack", "while_",
 ]

@@ -124,6 +124,12 @@ class _Analysis(ast.NodeVisitor):
             self.sites[t.id] = self.sites.get(t.id, 0) + 1
             if self.depth:
                 self.nested.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):  # `a, (b, c) = t`: each name is assigned
+            for e in t.elts:
+                self._target(e)
+                self._subscripted(e)
+                for n in _target_names(e):
+                    self.runtime_assigned.add(n)
 
     def _subscripted(self, t: ast.expr) -> None:
         # `v[0] = x` on a local vector stores the new vector back into `v`: a mutable local
@@ -203,6 +209,15 @@ def _captures(p: ast.pattern) -> set[str]:
         elif isinstance(sub, ast.MatchMapping) and sub.rest is not None:
             names.add(sub.rest)
     return names
+
+
+def _target_names(t: ast.expr) -> list[str]:
+    """The names an assignment target binds (`a, (b, c)` binds a, b and c)."""
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [n for e in t.elts for n in _target_names(e)]
+    return []
 
 
 def _is_comptime_call(v: ast.expr) -> bool:
@@ -388,8 +403,21 @@ class _Rewriter(ast.NodeTransformer):
             return ast.Expr(self.call(
                 "setfield", [self.visit(target.value), ast.Constant(target.attr), value], node))
         if isinstance(target, (ast.Tuple, ast.List)):
-            raise self.refuse(target, "tuple unpacking is not allowed in a kernel",
-                              "assign one name per line")
+            # `a, (b, c) = t`: the value is read whole first (so `a, b = b, a` swaps), then
+            # each target is assigned its item like a plain assignment (ops.unpack)
+            if any(isinstance(e, ast.Starred) for e in target.elts):
+                raise self.refuse(target, "starred unpacking `a, *rest = t` is not allowed in "
+                                  "a kernel", "unpack every item by name: `a, b, c = t`")
+            tmp = f"__unpack_{next(self.counter)}"
+            out: list[ast.stmt] = [ast.Assign(
+                [ast.Name(tmp, ast.Store())],
+                self.call("unpack", [value, ast.Constant(len(target.elts))], node))]
+            for i, e in enumerate(target.elts):
+                self._check_writable(e)
+                item = ast.Subscript(ast.Name(tmp, ast.Load()), ast.Constant(i), ast.Load())
+                r = self._assign(e, item, node)
+                out.extend(r if isinstance(r, list) else [r])
+            return out  # type: ignore[return-value]
         raise self.refuse(target, "this assignment target is not allowed in a kernel",
                           "assign to a local name or to buffer[index]")
 

@@ -61,6 +61,9 @@ class LocalVar:
     # (line, col) of `name = 0` when a bare Python literal fixed the local's type (i32, f32,
     # bool): a type clash later is reported there, where the fix goes
     typed_by_literal: tuple[int, int] | None = None
+    # (line, col) of `name = Vector.new(x)`: a width-1 local made by a splat, which CubeCL would
+    # widen from a later use; a component write past it is reported there, with the width
+    from_splat: tuple[int, int] | None = None
 
     def __repr__(self) -> str:
         return f"LocalVar({self.name}: {self.ptr.type})"

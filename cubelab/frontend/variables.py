@@ -28,6 +28,43 @@ from cubelab.ir.scope import Scope
 from cubelab.ir.types import Pointer, Ty
 
 
+def _holds_runtime(x: Any) -> bool:
+    if isinstance(x, tuple):
+        return any(_holds_runtime(i) for i in x)
+    return isinstance(x, (RV, LocalVar))
+
+
+def snapshot(s: Scope, x: Any) -> Any:
+    """`x` with every local in it read now (recursively through tuples): what a tuple holds at
+    this point of the kernel, whatever is stored into those locals later."""
+    if isinstance(x, tuple):
+        return tuple(snapshot(s, i) for i in x)
+    return read(s, x)
+
+
+def unpack(s: Scope, x: Any, n: int, at: Pos) -> tuple[Any, ...]:
+    """`a, b = x` (CubeCL's `let (a, b) = x;`): the `n` items of a tuple — a tuple written in
+    the kernel, or the one a helper returns — or of a comptime list, each read before any
+    target is assigned, so `a, b = b, a` swaps. The rewrite then assigns each item as a plain
+    assignment would (nested targets unpack again)."""
+    s.at(*at)
+    if isinstance(x, sequences.Sequence):
+        x = tuple(x.items)
+    if isinstance(x, list):
+        x = tuple(x)
+    if not isinstance(x, tuple):
+        hint = ("a vector is one value: read its components, `v[0]`, `v[1]`"
+                if isinstance(x, RV) and isinstance(x.v.type, Ty) and x.v.type.width > 1 else
+                "unpack a tuple: `a, b = (x, y)`, or the tuple a helper returns "
+                "(`return lo, hi`)")
+        raise error(s, f"cannot unpack {describe(x)} into {n} names", hint)
+    if len(x) != n:
+        raise error(s, f"{n} names are assigned from a tuple of {len(x)} items",
+                    f"write {len(x)} names on the left (nest them for nested tuples: "
+                    "`a, (b, c) = t`)")
+    return snapshot(s, x)
+
+
 def assign(s: Scope, current: Any, x: Any, name: str, mutable: bool, at: Pos) -> Any:
     """`name = x`. Immutable names bind the value (SSA); mutable ones (assigned more than once,
     or inside a branch or loop) live in a local variable declared at the top of the kernel, so
@@ -47,6 +84,16 @@ def assign(s: Scope, current: Any, x: Any, name: str, mutable: bool, at: Pos) ->
         return x
     if isinstance(x, list):  # a list bound to a name: CubeCL's Sequence (sequences.py)
         return sequences.make(s, x, name)
+    if isinstance(x, tuple) and mutable and (isinstance(current, tuple) or _holds_runtime(x)):
+        # a tuple holding runtime values, in a name assigned again (or in a branch): one local
+        # per item, so the tuple a runtime branch assigns is the one read after it
+        if current is UNBOUND:
+            return tuple(assign(s, UNBOUND, xi, f"{name}_{i}", True, at) for i, xi in enumerate(x))
+        if not isinstance(current, tuple) or len(current) != len(x):
+            raise error(s, f"`{name}` holds {describe(current)} but is assigned a tuple of "
+                        f"{len(x)} items", "a local keeps its first type and size")
+        return tuple(assign(s, c, xi, f"{name}_{i}", True, at) for i, (c, xi) in
+                     enumerate(zip(current, x)))
     x = read(s, x)
     if not mutable:
         return x
@@ -56,7 +103,8 @@ def assign(s: Scope, current: Any, x: Any, name: str, mutable: bool, at: Pos) ->
         ty, by_literal = ty_of(x.v), None
     else:
         ty, by_literal = default_ty(x), at
-    var = LocalVar(s.declare_var(ty, name), name, by_literal)
+    var = LocalVar(s.declare_var(ty, name), name, by_literal,
+                   at if isinstance(x, RV) and x.splat and ty.width == 1 else None)
     store_local(s, var, x)
     return var
 

@@ -134,7 +134,8 @@ OPS: dict[str, str] = {
     "sync.storage": "storage barrier (WGSL storageBarrier): as sync.cube, for global-buffer "
                     "writes of units of the same cube",
     "sync.uniform_load": "a sync.cube, then the value behind operand 0 (a pointer to a shared "
-                         "scalar or vector, not an atomic), which every unit of the cube gets "
+                         "scalar, vector or atomic: an atomic is read as atomic.load does), "
+                         "which every unit of the cube gets "
                          "the same (WGSL workgroupUniformLoad, so the result may gate control "
                          "flow that holds barriers). Reached by all units (uniform control "
                          "flow), with the same pointer in every unit",

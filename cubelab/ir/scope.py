@@ -29,7 +29,9 @@ class Scope:
         # Values computed once per kernel at the top of the body (derived builtins, ...).
         self._prologue_end = 0
         self.cache: dict[Any, Value] = {}
-        self.device_properties: dict[str, Any] = {}
+        # The compiling device's properties (`device_properties()` in a kernel); set by the
+        # frontend's define, None until then
+        self.device_properties: Any = None
         # Helper functions being expanded right now (recursion is an error, not a hang).
         self.call_stack: list[str] = []
         # The frontend's control-flow frames (frontend/flow.py): exits, flags, loops.

@@ -182,7 +182,9 @@ class CubeKernel(Protocol):
 
     def id(self) -> KernelId: ...
 
-    def define(self) -> "KernelDefinition": ...
+    def define(self, properties: Any = None) -> "KernelDefinition": ...
+    # `properties`: the compiling device's `DeviceProperties` (what `device_properties()` reads
+    # in a kernel); None outside a device (the inspector's preview: the defaults)
 
     @property
     def name(self) -> str: ...  # "Saxpy": the profile line's kernel column

@@ -22,7 +22,19 @@ class DeviceProperties:
     # min_storage_buffer_offset_alignment, since a slice is bound at its offset; 256 is
     # WebGPU's default, and what the CPU runtime uses)
     memory_alignment: int = 256
+    # the smallest and largest plane (subgroup) the adapter says it may run — CubeCL's
+    # `hardware.plane_size_min/max`, read by a kernel through `device_properties()`. A bound,
+    # not the width a launch gets: lavapipe reports 4..128 and runs 8 (`PLANE_DIM` says which);
+    # the CPU runtime's planes are 32 wide
+    plane_size_min: int = 32
+    plane_size_max: int = 32
 
     @property
     def has_subgroups(self) -> bool:
         return "subgroup" in self.features
+
+    @property
+    def hardware(self) -> "DeviceProperties":
+        """CubeCL groups the limits under `properties.hardware`; cubelab's are one flat record,
+        so `device_properties().hardware.plane_size_min` reads as CubeCL's does."""
+        return self

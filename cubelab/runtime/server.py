@@ -486,7 +486,7 @@ class Server:
         t0 = time.perf_counter()
         check_cube_dim(kernel_id.cube_dim.as_tuple(), self.properties)
         try:
-            definition = kernel.define()
+            definition = kernel.define(self.properties)
         except KernelSourceError:
             raise
         except CubeError:

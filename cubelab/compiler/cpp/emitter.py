@@ -491,9 +491,14 @@ class CEmitter(InfoReads):
 
     def op_sync_uniform_load(self, op: Op) -> None:
         # No C-family target has WGSL's uniform load: the barrier, then a plain load (what
-        # CubeCL's non-WGSL backends do); every unit reads the same shared item.
+        # CubeCL's non-WGSL backends do); every unit reads the same shared item — an atomic
+        # one with the dialect's atomic load.
         self.line(self.d.barrier("cube"))
-        self.let(op, self.deref(op.operands[0]))
+        ptr = op.operands[0]
+        if isinstance(getattr(ptr.type, "pointee", None), Atomic):
+            self.let(op, self.d.atomic_load(self.address(ptr), self.type(op.result.type)))
+        else:
+            self.let(op, self.deref(ptr))
 
     def op_atomic_load(self, op: Op) -> None:
         self.let(op, self.d.atomic_load(self.address(op.operands[0]),

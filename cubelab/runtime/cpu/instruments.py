@@ -178,8 +178,11 @@ def _new_phase_then(step: Any) -> Any:
 
 def _access(step: Any, op: Op, raw: dict[int, tuple[int, bool]]) -> Any:
     ptr_id = op.operands[0].id
-    kind = "read" if op.name in ("memory.load", "sync.uniform_load") else \
-        "write" if op.name == "memory.store" else "atomic"
+    kind = "read" if op.name == "memory.load" else "write" if op.name == "memory.store" else \
+        "atomic"
+    if op.name == "sync.uniform_load" and not isinstance(getattr(op.operands[0].type, "pointee",
+                                                                 None), Atomic):
+        kind = "read"
     is_write = op.name in _STORES or op.name in _ATOMICS
     value_id = op.operands[1].id if op.name in _STORES or op.name in _ATOMICS else \
         (op.results[0].id if op.results else None)

@@ -194,6 +194,11 @@ class WgpuServer(Server):
             features=frozenset(features),
             max_storage_buffers=int(limits["max-storage-buffers-per-shader-stage"]),
             memory_alignment=int(limits["min-storage-buffer-offset-alignment"]),
+            # (wgpu-py 0.32 spells wgpu-native's subgroup_min/max_size "stackgroup_...")
+            plane_size_min=int(info.get("subgroup_min_size", info.get("stackgroup_min_size",
+                                                                        32)) or 32),
+            plane_size_max=int(info.get("subgroup_max_size", info.get("stackgroup_max_size",
+                                                                        32)) or 32),
         )
         self.queue = self.device.queue
         self.target = TARGETS["wgsl"]
