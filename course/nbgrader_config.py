@@ -22,6 +22,12 @@ c.CourseDirectory.course_id = os.environ.get("CUBELAB_COURSE_ID", "cubelab")
 os.environ.setdefault("CUBELAB_GRADING", "1")
 os.environ.setdefault("CUBELAB_DEVICE", "cpu")
 
+# Each submission is graded against its own student's variant of every exercise: in an
+# autograde run cubelab reads the student id from the submission's folder
+# (autograded/<student>/<assignment>/). A CUBELAB_STUDENT left in the grader's environment would
+# take precedence and grade every student against one variant, so it goes.
+os.environ.pop("CUBELAB_STUDENT", None)
+
 # `cubelab course build` keeps the chapter's template above the solution region, so the student
 # gets the template back when the region is cut: the stub must be empty (nbgrader's default,
 # `raise NotImplementedError()`, would stop an unattended run of the released notebook).

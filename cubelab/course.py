@@ -17,13 +17,19 @@ question, an answer and a check cell, each tagged `{"cubelab": {"exercise": KEY,
   `cubelab.exercises.get(KEY).check(answer)` — the real launches, not an answer key — prints the
   verdict and asserts the status is "correct", with the hint as the assertion's message, so the
   feedback a student gets names the exercise and says why;
-- every other cell (prose, set-up, experiments, the question) is read-only: nbgrader locks it in
+- the *question* cell (markdown, or for an exercise with variants a code cell that calls
+  `.ask()`, which prints the question with the student's own numbers) is locked like prose;
+- every other cell (prose, set-up, experiments) is read-only: nbgrader locks it in
   the student's copy and `autograde` restores it from the source if a student edited it anyway,
   so what is graded is the student's answers run through the teacher's chapter.
 
 Grading is deterministic because `course/nbgrader_config.py` sets `CUBELAB_GRADING=1` (a check
 without a client runs on the CPU runtime) and `CUBELAB_DEVICE=cpu` (the chapter's own cells too),
-which every kernel nbgrader starts inherits. The trap: a grade_id is the exercise key with dots
+which every kernel nbgrader starts inherits. Each submission is graded against its own student's
+variants: in an autograde run `cubelab.exercises` takes the student id from the submission's
+folder (`autograded/<student>/<assignment>/`, `exercises/students.py`), so the question cell
+and the check see the numbers the student was shown (on a JupyterHub the hub user name is both
+the login name the student's own session used and nbgrader's student id). The trap: a grade_id is the exercise key with dots
 made dashes, and it must stay stable across rebuilds — renaming a key after students submitted
 orphans their grades in the gradebook.
 """

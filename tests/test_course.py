@@ -31,7 +31,19 @@ from cubelab.course import BuildError, build, build_chapter, read_solutions
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests" / "course_fixture"
 CHAPTER = "01_fixture"
-KEYS = ("fixture.how_many_compiles", "fixture.double")
+KEYS = ("fixture.how_many_compiles", "fixture.double", "fixture.units")
+
+
+def _two_students_with_other_variants() -> tuple[str, str]:
+    """Two student ids whose variants of fixture.units differ (the first two that do)."""
+    from cubelab.exercises.students import variant_index
+
+    n = len(fixture_exercises.UNITS.params)
+    first = "original"
+    other = next(s for s in (f"copier{i}" for i in range(100))
+                 if variant_index(s, "fixture.units", n) != variant_index(first, "fixture.units",
+                                                                         n))
+    return first, other
 
 
 def _nbgrader(course: Path, *args: str) -> str:
@@ -93,6 +105,12 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fixture_registered: None) -
     submit("all_correct", solutions)
     submit("blank", {})
     submit("one_wrong", {**solutions, KEYS[0]: "answer = 4"}, tamper=KEYS[0])
+    # a copier hands in the original's number for the exercise with variants
+    original, copier = _two_students_with_other_variants()
+    theirs = fixture_exercises.UNITS.for_student(original).variant
+    copied = f"answer = {theirs.cubes * theirs.units}"
+    submit(original, {**solutions, KEYS[2]: copied})
+    submit(copier, {**solutions, KEYS[2]: copied})
     log = _nbgrader(course, "autograde", CHAPTER)
     _nbgrader(course, "generate_feedback", CHAPTER)
 
@@ -100,18 +118,19 @@ def graded(tmp_path_factory: pytest.TempPathFactory, fixture_registered: None) -
 
     scores = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for student in ("all_correct", "blank", "one_wrong"):
+        for student in ("all_correct", "blank", "one_wrong", original, copier):
             sub = gb.find_submission(CHAPTER, student)
             scores[student] = {g.name: g.score for g in sub.notebooks[0].grades}
             scores[student]["total"] = (sub.score, sub.max_score)
-    return {"course": course, "release": release, "log": log, "scores": scores}
+    return {"course": course, "release": release, "log": log, "scores": scores,
+            "original": original, "copier": copier}
 
 
 def test_build_keeps_the_template_above_a_solution_region(tmp_path: Path) -> None:
     notebooks = FIXTURE / "notebooks"
     solutions = read_solutions(notebooks / "solutions" / f"{CHAPTER}.py")
     chapter = build_chapter(notebooks / f"{CHAPTER}.ipynb", solutions, tmp_path)
-    assert chapter.exercises == list(KEYS) and chapter.points == 2
+    assert chapter.exercises == list(KEYS) and chapter.points == 3
     original = {(_role(c)): _src(c) for c in _cells(notebooks / f"{CHAPTER}.ipynb")}
     for cell in _cells(chapter.path):
         key, role = _role(cell)
@@ -160,11 +179,25 @@ def test_the_released_assignment_is_the_chapter_with_graded_cells_locked(graded:
 
 
 def test_autograde_gives_full_points_to_correct_answers(graded: dict) -> None:
-    assert graded["scores"]["all_correct"]["total"] == (2.0, 2.0)
+    assert graded["scores"]["all_correct"]["total"] == (3.0, 3.0)
 
 
 def test_autograde_gives_zero_to_a_blank_submission(graded: dict) -> None:
-    assert graded["scores"]["blank"]["total"] == (0.0, 2.0)
+    assert graded["scores"]["blank"]["total"] == (0.0, 3.0)
+
+
+def test_autograde_judges_each_submission_against_its_students_variant(graded: dict) -> None:
+    """The same number is right for the student whose launch it counts and wrong for a student
+    who copied it: grading reads the student id from the submission (not the grader's login)."""
+    scores = graded["scores"]
+    assert scores[graded["original"]]["fixture-units"] == 1.0
+    assert scores[graded["copier"]]["fixture-units"] == 0.0
+    released = graded["course"] / "autograded" / graded["copier"] / CHAPTER / f"{CHAPTER}.ipynb"
+    asked = next(c for c in _cells(released) if _role(c) == (KEYS[2], "question"))
+    shown = "".join("".join(o.get("data", {}).get("text/plain", "") or o.get("text", ""))
+                    for o in asked.get("outputs", []))
+    theirs = fixture_exercises.UNITS.for_student(graded["copier"]).variant
+    assert f"CubeCount.Static({theirs.cubes})" in shown, shown
 
 
 def test_one_wrong_answer_loses_that_exercise_only(graded: dict) -> None:
@@ -183,7 +216,7 @@ def test_autograde_restores_a_locked_cell_the_student_edited(graded: dict) -> No
 def test_feedback_names_the_failed_exercise_and_its_hint(graded: dict) -> None:
     page = graded["course"] / "feedback" / "one_wrong" / CHAPTER / f"{CHAPTER}.html"
     text = unescape(re.sub(r"<[^>]+>", "", page.read_text()))
-    hint = fixture_exercises.HOW_MANY.hint
+    hint = fixture_exercises.HOW_MANY.hints()[0]  # a first wrong attempt gets the first tier
     assert f"exercise fixture.how_many_compiles is wrong: {hint[:60]}" in text
     assert "fixture.how_many_compiles: wrong — 4 is not what the run did." in text
 

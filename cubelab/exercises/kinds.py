@@ -11,11 +11,17 @@
 - `CallsExercise`      predict which of several calls raise (which discovery path reports a
                        failure, what a capture window refuses): makes each call for real.
 - `KernelExercise`     fix a broken kernel / write a kernel to a spec: launches the student's
-                       kernel with fixed geometry, compares every buffer with a numpy spec, and
-                       (by default) re-runs it on the CPU runtime in "report" mode, where every
-                       out-of-bounds access is seen — on wgpu an unguarded read just gives 0.
+                       kernel on every case (geometry and sizes; one of them the variant's),
+                       compares every buffer with a numpy spec, and re-runs it on the CPU
+                       runtime with every access recorded (`inspect.access_map`), where every
+                       out-of-bounds access and every race is seen — on wgpu an unguarded read
+                       just gives 0. A wrong kernel is told what its run showed: which item
+                       differs, which unit wrote it and what that unit read.
 
-Each is a dataclass: a chapter module declares one in a few lines and `register`s it.
+Each is a dataclass: a chapter module declares one in a few lines and `register`s it (or, with
+variants, `variants(key, params)(make)`: `make(variant)` declares the exercise of one variant).
+A wrong result never carries the expected answer (base.py); each kind's `_truth(client)` is the
+answer of a real run, for the tests and for teachers.
 """
 
 from __future__ import annotations
@@ -27,12 +33,12 @@ from typing import Any, Callable, ClassVar, Sequence
 import numpy as np
 
 from cubelab.exercises.answer_text import Unreadable, read
-from cubelab.exercises.base import Exercise, Result
+from cubelab.exercises.base import Exercise, Result, same
 from cubelab.runtime import events as ev
 
 __all__ = ["RunReport", "record_run", "count_compiles", "CountExercise", "ValueExercise",
            "KernelIdDiffExercise", "FailedBuffersExercise", "CallsExercise", "KernelExercise",
-           "names_of"]
+           "names_of", "unreadable"]
 
 Launch = Callable[[Any], Any]
 
@@ -128,7 +134,11 @@ def _names(text: str, how: str) -> Any:
     return value
 
 
-# -- predict a count ------------------------------------------------------------------------------
+# -- predict a count ----------------------------------------------------------------------------
+
+def _whole_number(answer: Any) -> bool:
+    return not isinstance(answer, bool) and isinstance(answer, (int, np.integer))
+
 
 @dataclass
 class CountExercise(Exercise):
@@ -153,17 +163,25 @@ class CountExercise(Exercise):
             raise Unreadable(f"could not read {text.strip()!r} as a count: {how}")
         return value
 
+    def _truth(self, client: Any) -> int:
+        return self.count(self.run(client))
+
     def _check(self, answer: Any, client: Any) -> Result:
-        if isinstance(answer, bool) or not isinstance(answer, (int, np.integer)):
-            return self._wrong(answer, f"answer with a whole number of {self.what}, not "
-                               f"{answer!r}")
+        if not _whole_number(answer):
+            return unreadable(answer, f"answer with a whole number of {self.what}, not "
+                              f"{answer!r}")
         report = self.run(client)
         expected = self.count(report)
         if int(answer) == expected:
             return self._right(answer, f"{expected} {self.what}. {self.explanation}".strip(),
-                               expected=expected, report=report)
-        return self._wrong(answer, f"{answer} is not what the run did.", expected=expected,
-                           report=report)
+                               report=report)
+        return self._wrong(answer, f"{answer} is not what the run did.")
+
+
+def unreadable(answer: Any, message: str) -> Result:
+    """An answer the check cannot read (not a number, not names): said so, with how to write
+    it; not counted as an attempt."""
+    return Result("wrong", message, "", answer, unreadable=True)
 
 
 # -- predict a value ----------------------------------------------------------------------------
@@ -171,34 +189,26 @@ class CountExercise(Exercise):
 @dataclass
 class ValueExercise(Exercise):
     """"What does this produce?" — `value(client)` makes the real run and returns its value (a
-    number, a list, a word); the answer must equal it (sequences item by item, words without
-    regard to case or surrounding spaces)."""
+    number, a list, a set, a pair, a word); the answer must say the same (`base.same`: sequences
+    item by item, sets in any order, words without regard to case or surrounding spaces)."""
 
     code: str = ""
     value: Callable[[Any], Any] = lambda c: None
     explanation: str = ""
 
-    @staticmethod
-    def same(answer: Any, expected: Any) -> bool:
-        if isinstance(expected, str):
-            return isinstance(answer, str) and answer.strip().lower() == expected.lower()
-        if isinstance(answer, str) or isinstance(answer, bool) != isinstance(expected, bool):
-            return False
-        try:
-            a, e = np.asarray(answer), np.asarray(expected)
-        except (TypeError, ValueError):
-            return bool(answer == expected)
-        if a.dtype == object or a.shape != e.shape:
-            return False
-        return bool(np.array_equal(a, e))
+    same = staticmethod(same)
+
+    def _truth(self, client: Any) -> Any:
+        return self.value(client)
 
     def _check(self, answer: Any, client: Any) -> Result:
         expected = self.value(client)
-        if self.same(answer, expected):
+        if same(answer, expected):
             shown = expected.tolist() if isinstance(expected, np.ndarray) else expected
-            return self._right(answer, f"{shown}. {self.explanation}".strip(), expected=expected)
-        return self._wrong(answer, f"{answer!r} is not what the run produced.",
-                           expected=expected)
+            if isinstance(shown, (set, frozenset)):
+                shown = sorted(shown, key=str)
+            return self._right(answer, f"{shown}. {self.explanation}".strip())
+        return self._wrong(answer, f"{answer!r} is not what the run produced.")
 
 
 # -- predict a KernelId diff ----------------------------------------------------------------------
@@ -243,10 +253,18 @@ class KernelIdDiffExercise(Exercise):
     def parse(self, text: str) -> Any:
         return _names(text, self.name_example)
 
+    def _says(self, answer: Any, predicted: Any) -> bool:
+        names = names_of(answer)
+        return names is not None and {n.removeprefix("info.") for n in names} == \
+            names_of(predicted)
+
+    def _truth(self, client: Any) -> set[str]:
+        return self.differing(*self.run(client))
+
     def _check(self, answer: Any, client: Any) -> Result:
         names = names_of(answer)
         if names is None:
-            return self._wrong(answer, self.name_example)
+            return unreadable(answer, self.name_example)
         names = {n.removeprefix("info.") for n in names}
         a, b = self.run(client)
         expected = self.differing(a, b)
@@ -257,23 +275,17 @@ class KernelIdDiffExercise(Exercise):
             what = ", ".join(sorted(expected)) or "nothing: the same KernelId, a cache hit"
             fa, fb = a.fields(), b.fields()
             details = "\n".join(f"{k}: {fa.get(k, '-')} -> {fb.get(k, '-')}"
-                                 for k in dict.fromkeys([*fa, *fb]) if fa.get(k) != fb.get(k))
-            return self._right(answer, f"{what}. {self.explanation}".strip(), expected=expected,
-                               details=details)
+                                for k in dict.fromkeys([*fa, *fb]) if fa.get(k) != fb.get(k))
+            return self._right(answer, f"{what}. {self.explanation}".strip(), details=details)
         if strangers:
+            # about the answer's words, not about the expected fields: every KernelId has these
             info = sorted(k.removeprefix("info.") for k in fields if k.startswith("info."))
-            hint = (f"{', '.join(strangers)} is not a field of this KernelId: it holds the "
-                    f"kernel type, address type, cube_dim, execution mode and the Info "
-                    f"({', '.join(info)}). What is not in the key (the cube count, the data) "
-                    "never recompiles.")
-        elif names > expected:
-            hint = "You named a field that did not change between the two launches. " + self.hint
-        elif names < expected:
-            hint = "A field changed that you did not name. " + self.hint
-        else:
-            hint = self.hint
+            return self._wrong(
+                answer, f"{', '.join(strangers)} is not a field of this KernelId.",
+                f"A KernelId holds the kernel type, address type, cube_dim, execution mode and "
+                f"the Info ({', '.join(info)}). What is not in the key never recompiles.")
         return self._wrong(answer, f"{', '.join(sorted(names)) or 'none'} is not the "
-                           "difference.", hint.strip(), expected=expected)
+                           "difference.")
 
 
 # -- which names: the answer is a set of names, the runtime's own answer is `run(client)` -------
@@ -291,18 +303,24 @@ class _WhichNames:
     def parse(self, text: str) -> Any:
         return _names(text, self.name_example)
 
+    def _says(self, answer: Any, predicted: Any) -> bool:
+        names = names_of(answer)
+        return names is not None and names == names_of(predicted)
+
+    def _truth(self, client: Any) -> set[str]:
+        return self.run(client)[0]
+
     def _check(self, answer: Any, client: Any) -> Result:
         ex: Any = self  # an Exercise: `_right`, `_wrong` and `explanation` come from it
         names = names_of(answer)
         if names is None:
-            return ex._wrong(answer, self.name_example)
+            return unreadable(answer, self.name_example)
         found, why = self.run(client)
         if names == found:
             details = "\n".join(f"{n}: {w}" for n, w in sorted(why.items()))
             return ex._right(answer, f"{', '.join(sorted(found)) or 'none'}. "
-                             f"{ex.explanation}".strip(), expected=found, details=details)
-        return ex._wrong(answer, f"{', '.join(sorted(names)) or 'none'} is not {self.not_what}",
-                         expected=found)
+                             f"{ex.explanation}".strip(), details=details)
+        return ex._wrong(answer, f"{', '.join(sorted(names)) or 'none'} is not {self.not_what}")
 
 
 # -- which buffers end failed ---------------------------------------------------------------------
@@ -360,68 +378,161 @@ class CallsExercise(_WhichNames, Exercise):
 # -- fix a kernel / write a kernel to a spec ------------------------------------------------------
 
 Buffers = dict[str, np.ndarray]
+Rule = Callable[[Any, Any], "str | None"]  # (access map, case) -> what is wrong, or None
+
+
+class _RecordedLaunch:
+    """Stands in for the student's kernel while an exercise's `launch` runs: records the launch
+    it would make (launcher, count, dim, arguments) instead of making it, so the very same
+    launch can be re-run on the CPU runtime with every access recorded."""
+
+    def __init__(self, launcher: Any, calls: list[tuple[Any, ...]]) -> None:
+        self._launcher, self._calls = launcher, calls
+
+    def __getitem__(self, generics: Any) -> "_RecordedLaunch":
+        return _RecordedLaunch(self._launcher[generics], self._calls)
+
+    def __call__(self, client: Any, count: Any, dim: Any, *args: Any) -> None:
+        self._calls.append((self._launcher, count, dim, args))
+
+
+class _Recorder:
+    def __init__(self, kernel: Any) -> None:
+        self.kernel, self.calls = kernel, []
+
+    @property
+    def launch(self) -> _RecordedLaunch:
+        return _RecordedLaunch(self.kernel.launch, self.calls)
+
+    @property
+    def launch_unchecked(self) -> _RecordedLaunch:
+        return _RecordedLaunch(self.kernel.launch_unchecked, self.calls)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kernel, name)
 
 
 @dataclass
 class KernelExercise(Exercise):
-    """Run the student's kernel and compare every buffer with a numpy spec.
+    """Run the student's kernel on each case and compare every buffer with a numpy spec.
 
     `inputs()` gives every buffer's host values before the launch (by name; outputs too, e.g.
     filled with a sentinel so a stray write shows), `spec(buffers)` the values the kernel must
     leave in the buffers it names, and `launch(kernel, client, handles)` makes the fixed launch
-    (the student writes the kernel, never the geometry). `checks` are extra rules, each
-    `f(kernel, client) -> hint or None` (a race found by the access map, say).
-    """
+    (the student writes the kernel, never the geometry). With `cases` (geometries, sizes: one
+    fixed, one the variant's), each of the three takes the case as its last argument and the
+    kernel must pass them all.
 
-    inputs: Callable[[], Buffers] = dict
-    spec: Callable[[Buffers], Buffers] = lambda b: {}
-    launch: Callable[[Any, Any, dict[str, Any]], Any] = lambda k, c, h: None
+    Then the launch is re-run on the CPU runtime with every access recorded: an out-of-bounds
+    access (`report_oob`) or a race is wrong even when the values are right, and each of
+    `checks` — `rule(access_map, case) -> what is wrong, or None` — may add a rule (each item
+    written by one unit, a limit on reads ...)."""
+
+    inputs: Callable[..., Buffers] = dict
+    spec: Callable[..., Buffers] = lambda b: {}
+    launch: Callable[..., Any] = lambda k, c, h: None
+    cases: Sequence[Any] = ()
     report_oob: bool = True
-    checks: Sequence[Callable[[Any, Any], str | None]] = ()
+    checks: Sequence[Rule] = ()
     rtol: float = 1e-5
     atol: float = 1e-6
     takes_text: ClassVar[bool] = False
 
-    def _run(self, kernel: Any, client: Any) -> Buffers:
-        host = self.inputs()
+    # -- the cases -----------------------------------------------------------------------------
+    def _cases(self) -> list[Any]:
+        return list(self.cases) or [None]
+
+    @staticmethod
+    def _call(fn: Callable[..., Any], *args: Any, case: Any) -> Any:
+        return fn(*args) if case is None else fn(*args, case)
+
+    def _inputs_of(self, case: Any) -> Buffers:
+        return self._call(self.inputs, case=case)
+
+    def _run(self, kernel: Any, client: Any, case: Any = None) -> Buffers:
+        host = self._inputs_of(case)
         handles = {n: client.create_from_slice(np.ascontiguousarray(a).tobytes())
                    for n, a in host.items()}
-        self.launch(kernel, client, handles)
+        self._call(self.launch, kernel, client, handles, case=case)
         return {n: np.frombuffer(client.read_one(handles[n]), dtype=host[n].dtype).copy()
                 for n in host}
 
+    def access_map(self, kernel: Any, case: Any = None) -> Any:
+        """Every access each unit of `kernel` makes on this exercise's launch (of `case`),
+        recorded on the CPU runtime (`cubelab.inspect.access_map`); None when the launch does
+        not run there (it failed to compile, or was skipped)."""
+        from cubelab.errors import CubeError
+        from cubelab.inspect import access_map
+        from cubelab.runtime.device import Device
+
+        cpu = Device.cpu().client()
+        host = self._inputs_of(case)
+        handles = {n: cpu.create_from_slice(np.ascontiguousarray(a).tobytes())
+                   for n, a in host.items()}
+        rec = _Recorder(kernel)
+        self._call(self.launch, rec, cpu, handles, case=case)
+        if not rec.calls:
+            return None
+        launcher, count, dim, args = rec.calls[-1]
+        try:
+            return access_map(launcher, cpu, count, dim, *args)
+        except CubeError:
+            return None
+
+    def _truth(self, client: Any) -> list[Buffers]:
+        return [self._call(self.spec, {n: a.copy() for n, a in self._inputs_of(c).items()}, case=c)
+                for c in self._cases()]
+
+    # -- the check -----------------------------------------------------------------------------
     def _check(self, answer: Any, client: Any) -> Result:
         from cubelab.frontend.kernel import CubeFunction
 
         if not (isinstance(answer, CubeFunction) and answer.is_kernel):
-            return self._wrong(answer, "answer with your kernel: the name of the function you "
-                               f"decorated with @cube(launch=True), not {answer!r}")
-        host = self.inputs()
-        expected = self.spec({n: a.copy() for n, a in host.items()})
-        try:
-            got = self._run(answer, client)
-        except Exception as exc:  # noqa: BLE001 - the student's kernel failing is an answer
-            return self._failed(answer, exc)
-        bad = self._mismatches(got, expected)
-        if bad:
-            return self._wrong(answer, "the buffers differ from the spec.",
-                               details="\n".join(bad), expected=expected)
-        if self.report_oob:
-            oob = self._out_of_bounds(answer, client)
-            if oob:
-                return self._wrong(
-                    answer, "right values, but some unit reads or writes past the end of a "
-                    "buffer (seen on the CPU runtime, which checks every index).",
-                    "On wgpu an out-of-bounds read quietly gives 0 and a write is dropped, so "
-                    "the values can look right. Guard the access with the buffer's length.",
-                    details="\n".join(oob))
-        for rule in self.checks:
-            why = rule(answer, client)
-            if why:
-                return self._wrong(answer, "the values are right, but a rule is broken.", why)
-        return self._right(answer, "every buffer matches the spec.", expected=expected)
+            return unreadable(answer, "answer with your kernel: the name of the function you "
+                              f"decorated with @cube(launch=True), not {answer!r}")
+        cases = self._cases()
+        for case in cases:
+            r = self._check_case(answer, client, case, len(cases) > 1)
+            if r is not None:
+                return r
+        return self._right(answer, "every buffer matches the spec"
+                           + (f" on all {len(cases)} launches." if len(cases) > 1 else "."))
 
-    def _failed(self, answer: Any, exc: BaseException) -> Result:
+    def _check_case(self, kernel: Any, client: Any, case: Any, label: bool) -> Result | None:
+        on = f"on {case}: " if label and case is not None else ""
+        host = self._inputs_of(case)
+        expected = self._call(self.spec, {n: a.copy() for n, a in host.items()}, case=case)
+        try:
+            got = self._run(kernel, client, case)
+        except Exception as exc:  # noqa: BLE001 - the student's kernel failing is an answer
+            return self._failed(kernel, exc, on)
+        bad = self._mismatches(got, expected, host)
+        amap = self.access_map(kernel, case) if (bad or self.report_oob or self.checks) \
+            else None
+        if bad:
+            return self._wrong(kernel, f"{on}the buffers differ from the spec.",
+                               details="\n".join(self._evidence(bad, amap)))
+        if amap is None:
+            return None
+        if self.report_oob and amap.oob:
+            return self._wrong(
+                kernel, f"{on}right values, but some unit reads or writes past the end of a "
+                "buffer (seen on the CPU runtime, which records every access).",
+                "On wgpu an out-of-bounds read quietly gives 0 and a write is dropped, so "
+                "the values can look right. Guard the access with the buffer's length.",
+                details="\n".join(self._oob_lines(amap)))
+        if amap.races:
+            r = amap.races[0]
+            return self._wrong(kernel, f"{on}right values, but a race: {r}.", _race_hint(r),
+                               details=f"{amap.races_total} racing pair(s)")
+        for rule in self.checks:
+            why = rule(amap, case)
+            if why:
+                return self._wrong(kernel, f"{on}the values are right, but a rule is broken: "
+                                   f"{why}")
+        return None
+
+    def _failed(self, answer: Any, exc: BaseException, on: str = "") -> Result:
         """The student's kernel did not compile (or failed while running): its own error —
         place, caret, hint — is the verdict. A read of its output raises `BufferFailure`, whose
         cause is that error; the wrapper and the exercise's hint would only hide it."""
@@ -430,50 +541,76 @@ class KernelExercise(Exercise):
         cause = exc.cause if isinstance(exc, BufferFailure) else exc
         compiles = not isinstance(cause, (KernelSourceError, CompileError, FeatureError))
         what = "failed while running" if compiles else "does not compile"
-        return Result("wrong", f"your kernel {what}", answer=answer,
+        return Result("wrong", f"{on}your kernel {what}", answer=answer,
                       details=f"{type(cause).__name__}: {str(cause).strip()}", error=cause)
 
-    def _mismatches(self, got: Buffers, expected: Buffers) -> list[str]:
-        out: list[str] = []
+    def _mismatches(self, got: Buffers, expected: Buffers,
+                    host: Buffers) -> list[tuple[str, tuple[int, ...], Any, Any, bool]]:
+        """(buffer, index, value, spec value, still the value before the launch) per item that
+        differs (at most 6 per buffer)."""
+        out: list[tuple[str, tuple[int, ...], Any, Any, bool]] = []
         for name, want in expected.items():
             want = np.asarray(want)
             have = got[name].reshape(-1)[: want.size].reshape(want.shape) \
                 if got[name].size >= want.size else got[name]
+            before = host[name].reshape(-1)[: want.size].reshape(want.shape) \
+                if host[name].size >= want.size else host[name]
             if have.shape != want.shape:
-                out.append(f"{name}: {have.size} items, the spec has {want.size}")
+                out.append((name, (), f"{have.size} items", f"{want.size} items", False))
                 continue
             if np.issubdtype(want.dtype, np.floating):
                 ok = np.isclose(have, want, rtol=self.rtol, atol=self.atol, equal_nan=True)
             else:
                 ok = have == want
-            idx = np.argwhere(~np.asarray(ok))
-            for i in idx[:6]:
+            for i in np.argwhere(~np.asarray(ok))[:6]:
                 at = tuple(int(v) for v in i)
-                at_s = ", ".join(map(str, at))
-                out.append(f"{name}[{at_s}] = {have[at].item()!r}, "
-                           f"the spec says {want[at].item()!r}")
-            if len(idx) > 6:
-                out.append(f"... and {len(idx) - 6} more in {name}")
+                out.append((name, at, have[at].item(), want[at].item(),
+                            bool(before.shape == have.shape and have[at] == before[at])))
         return out
 
-    def _out_of_bounds(self, kernel: Any, client: Any) -> list[str]:
-        """Re-run on the CPU runtime in "report" mode and list every out-of-bounds access."""
-        from cubelab.runtime.cpu import oob_mode
-        from cubelab.runtime.device import Device
-
-        cpu = client if client.name().startswith("cpu") else Device.cpu().client()
-        from cubelab.errors import BufferFailure
-
-        with oob_mode(cpu, "report") as result:
-            try:
-                self._run(kernel, cpu)
-            except BufferFailure:  # a reported out-of-bounds write fails its buffer
-                pass
+    def _evidence(self, bad: list[tuple[str, tuple[int, ...], Any, Any, bool]],
+                  amap: Any) -> list[str]:
+        """What the run showed about each differing item: who wrote it, and what they read."""
         lines = []
-        for a in result.oob[:8]:
-            verb = "writes" if a.write else "reads"
-            lines.append(f"unit {a.absolute} {verb} {a.buffer}[{a.index}] but {a.buffer} has "
-                         f"{a.length} items (line {a.line}: {a.source})")
-        if len(result.oob) > 8:
-            lines.append(f"... and {len(result.oob) - 8} more")
+        for name, at, have, want, untouched in bad:
+            if not at:
+                lines.append(f"{name}: {have}, the spec has {want}")
+                continue
+            flat = at[0] if len(at) == 1 else None
+            where = f"{name}[{', '.join(map(str, at))}]"
+            line = f"{where} = {have!r}, the spec says {want!r}"
+            writers = ([a for a in amap.who_touched(name, flat) if a.kind != "read"]
+                       if amap is not None and flat is not None else [])
+            if writers:
+                w = writers[-1]
+                reads = [f"{a.array}[{a.index}]" for a in amap.touched_by(w.unit)
+                         if a.kind == "read" and a.space == "global"][:4]
+                line += (f" — written by unit {w.unit} (line {w.line}: {amap.source(w.line)})"
+                         + (f", which read {', '.join(reads)}" if reads else ""))
+                if len(writers) > 1:
+                    line += f"; {len(writers)} writes to it in all"
+            elif amap is not None and flat is not None:
+                line += " — no unit wrote it" + (" (it still holds its value from before "
+                                                  "the launch)" if untouched else "")
+            lines.append(line)
         return lines
+
+    @staticmethod
+    def _oob_lines(amap: Any) -> list[str]:
+        lines = []
+        for a in amap.oob[:8]:
+            lines.append(f"unit {a.unit} {a.kind}s {a.array}[{a.index}] but {a.array} has "
+                         f"{a.length} items (line {a.line}: {amap.source(a.line)})")
+        if len(amap.oob) > 8:
+            lines.append(f"... and {len(amap.oob) - 8} more")
+        return lines
+
+
+def _race_hint(r: Any) -> str:
+    if r.space == "shared":
+        return ("On a GPU the units of a cube do not run in lockstep: a unit may read a tile item "
+                "before its owner has written it. Put `sync_cube()` between the writes and the "
+                "reads (and between a step's reads and the next step's writes).")
+    return ("Two units touch one item of a global buffer and at least one writes it: on a GPU "
+            "which one wins is not defined. Give each item of the output one unit that writes "
+            "it, and let the units with no item of their own do nothing.")

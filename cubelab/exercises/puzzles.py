@@ -161,18 +161,6 @@ class Puzzle(KernelExercise):
                          "once.",
     }
 
-    def access_map(self, kernel: Any) -> Any:
-        """Every access each unit of `kernel` makes on this puzzle's launch, recorded on the CPU
-        runtime (`cubelab.inspect.access_map`): `.scores`, `.oob`, `.races`; in a notebook it
-        draws itself."""
-        from cubelab.inspect import access_map
-        from cubelab.runtime.device import Device
-
-        cpu = Device.cpu().client()
-        handles = {n: cpu.create_from_slice(a.tobytes()) for n, a in self._host().items()}
-        count, dim, *args = self.launch_args(handles)
-        return access_map(kernel.launch, cpu, count, dim, *args)
-
     def judge(self, m: Any) -> tuple[list[tuple[str, int, int, int]], str]:
         """Hold the busiest unit of each kind in an access map against the limits: (kind, unit,
         count, limit) for each kind over its limit, and a table of all four."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cubelab.exercises import _COMPILE_HINT, register
+from cubelab.exercises import _COMPILE_HINT, _COMPILE_NUDGE, _COMPILE_WORKED, register
 from cubelab.exercises.kinds import CountExercise
 
 Launch = Any
@@ -51,6 +51,8 @@ HOW_MANY_COMPILES = CountExercise(
     explanation="The execution mode and the Comptime `relu` are KernelId fields, so launches 2 "
     "and 3 are new keys; launch 4 has launch 1's KernelId and reuses its pipeline (input data "
     "is not in the key).",
+    nudge=_COMPILE_NUDGE,
+    worked=_COMPILE_WORKED,
 )
 
 
@@ -99,6 +101,10 @@ HOW_MANY_SKIPPED = CountExercise(
     explanation="copy a → b and copy b → c read a failed buffer and are skipped (c points at "
     "`broken`, the root cause, not at the skipped copy); fill only writes `a`, so it runs and "
     "repairs it, and the last copy reads a valid `a`.",
+    nudge="Follow the failure buffer by buffer: after each launch, which buffers carry it?",
+    worked="A worked example on another chain: `broken → p`, `scale p → q`, `inc q`. scale reads "
+    "p (failed): skipped, q now points at `broken`. inc reads q (failed): skipped too. Two skips; "
+    "had the last launch written q as a pure output, it would have run and repaired q.",
 )
 
 register(HOW_MANY_COMPILES, HOW_MANY_SKIPPED)

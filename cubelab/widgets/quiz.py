@@ -56,6 +56,12 @@ class Quiz(View):
     @staticmethod
     def _result_html(v: Verdict) -> str:
         cls = "cl-state-clean" if v.correct else "cl-state-failed"
+        if v.report is None:  # a wrong answer: the run's counts would be the answer
+            hint = f"<div class='cl-hint'><b>Hint:</b> {inline_markdown(v.hint)}</div>" \
+                if v.hint else ""
+            return (f'<div class="cubelab-code"><div class="cl-title {cls} cl-verdict" '
+                    f'data-correct="{str(v.correct).lower()}">{inline_markdown(v.message)}</div>'
+                    f"{hint}</div>")
         rows = "".join(f"<tr><td>{i}</td><td><code>{html.escape(line)}</code></td>"
                        f"<td>{html.escape(why)}</td></tr>"
                        for i, (line, why) in enumerate(zip(v.report.log, v.report.why), 1))

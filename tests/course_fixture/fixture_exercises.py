@@ -6,7 +6,8 @@ in `notebooks/solutions/01_fixture.py`), so `cubelab course build`, nbgrader and
 tested on a chapter small enough to grade three submissions in seconds, and independent of how
 the course's chapters change. Its checks run for real, like the course's: one counts the
 compiles of four launches (seed 000's quiz under another key), one launches the student's kernel
-and compares with numpy. The chapter's set-up cell calls `register_all()`; the test process uses
+and compares with numpy, and one has variants — each student is asked about their own launch, and
+grading must judge each submission against its student's variant. The chapter's set-up cell calls `register_all()`; the test process uses
 `registered()`, which takes them out of the registry again, so the course's own tests (every
 registered exercise has a solution in notebooks/solutions/) never see them.
 """
@@ -19,8 +20,9 @@ from typing import Iterator
 
 import numpy as np
 
-from cubelab.exercises import EXERCISES, HOW_MANY_COMPILES, KernelExercise, register
-from cubelab.prelude import BufferArg, CubeCount, CubeDim
+from cubelab.exercises import (EXERCISES, HOW_MANY_COMPILES, KernelExercise, ValueExercise,
+                               Variants, register)
+from cubelab.prelude import Atomic, BufferArg, CubeCount, CubeDim, SliceMut, cube, u32
 
 N = 10
 
@@ -39,8 +41,33 @@ DOUBLE = KernelExercise(
 
 
 
+@cube(launch=True)
+def count_units(counter: SliceMut[Atomic[u32]]):
+    counter[0].fetch_add(u32(1))
+
+
+def _units(client, v):  # type: ignore[no-untyped-def]
+    counter = client.create_from_slice(np.zeros(1, np.uint32).tobytes())
+    count_units.launch(client, CubeCount.Static(v.cubes), CubeDim.new_1d(v.units),
+                       BufferArg.from_raw_parts(counter, 1))
+    return int(np.frombuffer(client.read_one(counter), np.uint32)[0])
+
+
+def _make_units(v):  # type: ignore[no-untyped-def]
+    return ValueExercise(
+        "fixture.units", "How many units?",
+        f"`count_units` adds one to a counter in every unit; it is launched with "
+        f"`CubeCount.Static({v.cubes})` and `CubeDim.new_1d({v.units})`. What does it read?",
+        "cubes times units per cube", nudge="count the units", worked="2 cubes of 3: 6",
+        value=lambda c: _units(c, v))
+
+
+UNITS = Variants("fixture.units", (dict(cubes=3, units=4), dict(cubes=5, units=2),
+                                   dict(cubes=7, units=3)), _make_units)
+
+
 def register_all() -> None:
-    register(HOW_MANY, DOUBLE)
+    register(HOW_MANY, DOUBLE, UNITS)
 
 
 @contextmanager
@@ -49,5 +76,5 @@ def registered() -> Iterator[None]:
     try:
         yield
     finally:
-        for key in (HOW_MANY.key, DOUBLE.key):
+        for key in (HOW_MANY.key, DOUBLE.key, UNITS.key):
             EXERCISES.pop(key, None)
