@@ -136,8 +136,11 @@ register(CallsExercise(
     "    client.stop_capture()",
     calls=_capture_calls,
     error=CaptureError,
-    explanation="Everything but the launch. Each refusal raises at once *and* dooms the "
-    "window: `stop_capture` lists it instead of handing back a graph that quietly lacks it.",
+    explanation="Everything but the launch. Each refusal raises at once. A read, a sync or a "
+    "profiled launch leaves the recording as it was, so `stop_capture` still returns the graph "
+    "and lists what it rejected; a host write dooms the window, since the launches after it "
+    "were recorded to read data no graph can carry — `stop_capture` fails instead of handing "
+    "back a graph that quietly lacks it.",
 ))
 
 

@@ -270,10 +270,12 @@ class Client:
         self._runner.call(self._server.start_capture, self.stream_id())
 
     def stop_capture(self) -> Graph:
-        """Seal the window into a `Graph`; raises `CaptureError` listing every refusal."""
+        """Seal the window into a `Graph` (with what the window rejected on the spot, and the
+        buffers it allocated); raises `CaptureError` listing what doomed it (a host write, a
+        launch that failed to compile or was skipped — see `runtime/capture.py`)."""
         sid = self.stream_id()
-        records = self._runner.call(self._server.stop_capture, sid)
-        return Graph(self, records, sid)
+        cap = self._runner.call(self._server.stop_capture, sid)
+        return Graph(self, cap.records, sid, tuple(cap.rejected), tuple(cap.allocations))
 
     def _replay(self, graph: Graph) -> None:
         for h in graph.handles:
@@ -367,8 +369,8 @@ class Client:
 
     def _refuse_profile(self, stream: int) -> None:
         cap = self._server.captures.get(stream)
-        if cap is not None:
-            raise cap.refuse("profile (client.profile or the debug log)")
+        if cap is not None:  # the launch is handed back unrecorded; the capture goes on
+            raise cap.reject("profile (client.profile or the debug log)")
 
     def profile(self) -> "_Profile":
         """`with client.profile(): ...` makes launches inside blocking and timed."""

@@ -232,6 +232,19 @@ class Flushed(Event):
 
 
 @dataclass(slots=True, eq=False)
+class CaptureStopped(Event):
+    """Device thread: `stop_capture` sealed a window on `stream` into a graph of `dispatches`
+    launches; `allocations` made inside it (and how many `grew` the pool); what it `rejected`
+    on the spot (reads, syncs, profiling: never recorded, the recording sound)."""
+
+    stream: int
+    dispatches: int
+    allocations: int
+    grew: int
+    rejected: tuple[str, ...]
+
+
+@dataclass(slots=True, eq=False)
 class CacheCleared(Event):
     reason: str
 

@@ -79,7 +79,7 @@ from cubelab.ir.passes import GUARD_BUDGET, GUARD_DRIVER, loop_guard_message
 from cubelab.ir.printer import print_kernel
 from cubelab.runtime import events as ev
 from cubelab.runtime.buffer_io import BufferIO, buffer_io
-from cubelab.runtime.capture import Capture, Recorded
+from cubelab.runtime.capture import Capture, CaptureAllocation, Recorded
 from cubelab.runtime.dry_run import LaunchMode
 from cubelab.runtime.execute_scope import (
     UNTOUCHED,
@@ -280,9 +280,12 @@ class Server:
 
     # -- calls from the client (device thread) ------------------------------------------------
     def alloc(self, handle: Handle, data: bytes | None, stream: int, zero: bool = False) -> None:
-        cap = self.captures.get(stream)
-        if cap is not None:
-            cap.refuse(f"allocation of {handle!r} (allocate before start_capture)")
+        cap = self.captures.get(stream) if self.captures else None
+        if cap is not None and data is not None:
+            # a buffer made with host data: the window's launches would read data a graph
+            # cannot carry (capture.py)
+            raise cap.refuse(f"create_from_slice of {handle.size} bytes (a host copy: make it "
+                             "before start_capture, or create it empty inside)")
         pool = self.pool
         pages = pool.pages_created
         try:
@@ -294,6 +297,9 @@ class Server:
             self.take_async_errors()
             raise ResourceError(f"cannot allocate {handle.size} bytes on {self.name}: "
                                 f"{type(exc).__name__}: {str(exc).strip()}") from None
+        if cap is not None:  # allowed inside the window (a software graph), and recorded
+            cap.allocations.append(CaptureAllocation(handle.id, handle.size,
+                                                     pool.pages_created != pages))
         bus = self.bus
         if bus.active:
             if pool.pages_created != pages and bus.wants(ev.PageAllocated):
@@ -402,7 +408,7 @@ class Server:
         self._guard_window.append((info, reads, written, slot, entry.definition))
 
     def read(self, handles: list[Handle], stream: int = 0) -> list[bytes]:
-        self._refuse_in_capture(stream, "read")
+        self._reject_in_capture(stream, "read")
         # Flush first: a submission the driver refuses fails its buffers *now*, and the read
         # must see that rather than return the bytes the refused work never wrote.
         self.scheduler.flush_for(handles, "read")
@@ -424,7 +430,7 @@ class Server:
 
     def sync_buffers(self, handles: list[Handle], stream: int = 0) -> None:
         """Barrier, then answer: wait for the work touching `handles`, then `check` them."""
-        self._refuse_in_capture(stream, "sync_buffers")
+        self._reject_in_capture(stream, "sync_buffers")
         self.scheduler.flush_for(handles, "sync")
         self.sync()
         self._collect_async()
@@ -433,7 +439,7 @@ class Server:
     def device_sync(self, stream: int = 0) -> None:
         """`client.sync()`: wait for everything; report device faults only (launch failures
         live on the buffers they did not write)."""
-        self._refuse_in_capture(stream, "sync")
+        self._reject_in_capture(stream, "sync")
         self.flush("sync")
         self.sync()
         self.settle_guards()
@@ -457,9 +463,16 @@ class Server:
         return [self.ledger.state(h) for h in handles]
 
     def _refuse_in_capture(self, stream: int, what: str) -> None:
+        """Raise for `what` inside an open window on `stream`, dooming the capture."""
         cap = self.captures.get(stream)
         if cap is not None:
             raise cap.refuse(what)
+
+    def _reject_in_capture(self, stream: int, what: str) -> None:
+        """Raise for `what` inside an open window on `stream`; the capture goes on."""
+        cap = self.captures.get(stream)
+        if cap is not None:
+            raise cap.reject(what)
 
     def _collect_async(self) -> None:
         self.faults.extend(self.take_async_errors())
@@ -816,11 +829,18 @@ class Server:
         self.scheduler.flush(stream, "capture")
         self.captures[stream] = Capture(stream)
 
-    def stop_capture(self, stream: int) -> list[Recorded]:
+    def stop_capture(self, stream: int) -> Capture:
+        """Close the window on `stream`: the capture, sealed (its `records`), or the
+        `CaptureError` that lists what doomed it."""
         cap = self.captures.pop(stream, None)
         if cap is None:
             raise CaptureError(f"no capture is open on stream {stream}")
-        return cap.seal()
+        cap.records = cap.seal()
+        if self.bus.active:
+            self.bus.publish(ev.CaptureStopped(stream, len(cap.records), len(cap.allocations),
+                                               sum(a.grew for a in cap.allocations),
+                                               tuple(cap.rejected)))
+        return cap
 
     def _record(self, cap: Capture, info: LaunchInfo, kernel: CubeKernel, entry: PipelineEntry,
                 count: CubeCount, bindings: Bindings) -> None:
