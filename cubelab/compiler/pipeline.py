@@ -21,10 +21,12 @@ the seed's `ExpansionPanicked`; the inspector lets the error through. Nothing he
 
 from __future__ import annotations
 
+import gc
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Protocol, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 from cubelab.compiler.base import CompiledSource, Target, failure_comment
 from cubelab.errors import FeatureError, ResourceError
@@ -143,8 +145,9 @@ class Compilation:
 
     @property
     def ir(self) -> str:
-        """The IR text after the passes (what the targets read)."""
-        return print_kernel(self.definition)
+        """The IR text after the passes (what the targets read): the last pass's "after", or
+        the expanded IR when no pass ran — printed once, not again."""
+        return self.passes[-1].after if self.passes else self.expanded_ir
 
     def shown_sources(self, run: str) -> dict[str, str]:
         """Every target's text except `run`'s, a failed one as a comment saying why."""
@@ -154,20 +157,39 @@ class Compilation:
         return out
 
 
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Python's cycle collector off while a kernel is built. Expansion and codegen allocate
+    tens of thousands of small objects that all stay alive, so the collector's full passes
+    walk an ever larger heap for nothing: 10-15 % of a big unrolled kernel's compile
+    (`benchmarks/compile_time.py`). Nested use keeps the state it found."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def compile_definition(definition: KernelDefinition, mode: ExecutionMode,
                        options: CompilationOptions | None = None, *, run: Target | None,
                        show: Sequence[Target] = (), limits: Limits | None = None,
-                       device: str = "this device", check: bool = False) -> Compilation:
+                       device: str = "this device", check: bool = False,
+                       record: bool = True) -> Compilation:
     """Check, run the passes (recording each one's before/after IR), generate `run`'s source
     (its error propagates) and each `show`n target's (its error is recorded, never raised).
 
     `check`: apply `check_definition` against `limits` (the server does; a preview without a
-    device does not)."""
+    device does not). `record=False` skips the IR texts (`expanded_ir`, the pass records):
+    the server's choice when nobody listens for them — printing a big kernel three times is
+    a third of its compile."""
     if check:
         check_definition(definition, limits, device)
     t0 = time.perf_counter()
-    expanded_ir = print_kernel(definition)
-    records = select_passes(mode, options or CompilationOptions()).run(definition, record=True)
+    expanded_ir = print_kernel(definition) if record else ""
+    records = select_passes(mode, options or CompilationOptions()).run(
+        definition, record=record, before=expanded_ir if record else None)
     t1 = time.perf_counter()
     sources: dict[str, CompiledSource] = {}
     if run is not None:

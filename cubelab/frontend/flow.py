@@ -56,27 +56,43 @@ MAX_UNROLL = 4096
 
 @dataclass(eq=False)
 class _Mark:
-    """A position in a block, robust to prologue inserts: "after `after`" (None: block start)."""
+    """A position in a block, robust to prologue inserts: "after `after`" (None: block start).
+
+    `index` is where `after` stood when the mark was made and `hoisted` the prologue's length
+    then: hoisting (the only insert above a mark in the root block) shifts it by the prologue's
+    growth, so the position is found without a scan; a scan is the fallback when other inserts
+    moved it. (A scan per mark made an unrolled loop quadratic: 1 500 iterations spent most of
+    their expansion walking the block.)"""
 
     block: Block
     after: Op | None
     is_root: bool
+    index: int = -1
+    hoisted: int = 0
 
     def insert(self, s: Scope, new_ops: list[Op]) -> None:
+        ops = self.block.ops
         if self.after is None:
             index = s.prologue_end if self.is_root else 0
         else:
-            index = next(i for i, o in enumerate(self.block.ops) if o is self.after) + 1
-        self.block.ops[index:index] = new_ops
+            guess = self.index + (s.prologue_end - self.hoisted if self.is_root else 0)
+            if 0 <= guess < len(ops) and ops[guess] is self.after:
+                index = guess + 1
+            else:
+                index = next(i for i, o in enumerate(ops) if o is self.after) + 1
+        ops[index:index] = new_ops
 
 
 def _mark(s: Scope) -> _Mark:
     block = s.block
-    after = block.ops[-1] if block.ops else None
+    ops = block.ops
+    if not ops:
+        return _Mark(block, None, block is s.root)
     prologue_end = s.prologue_end
-    if block is s.root and after is not None and s.root.ops.index(after) < prologue_end:
-        after = None
-    return _Mark(block, after, block is s.root)
+    if block is s.root and len(ops) <= prologue_end:
+        # the last op is the prologue's (a prefix of the root block): mark the body's start
+        return _Mark(block, None, True)
+    return _Mark(block, ops[-1], block is s.root, len(ops) - 1, prologue_end)
 
 
 @dataclass(eq=False)

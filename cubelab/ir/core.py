@@ -205,10 +205,11 @@ class Value:
     id: int
     type: Type
     hint: str = ""
+    # "v12": read for every operand by the printer and the emitters, so made once
+    name: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def name(self) -> str:
-        return f"v{self.id}"
+    def __post_init__(self) -> None:
+        self.name = f"v{self.id}"
 
     def __repr__(self) -> str:
         return f"%{self.name}: {self.type}"
@@ -241,9 +242,10 @@ class Op:
         return r
 
     def walk(self) -> Iterator["Op"]:
+        """This op, then every op of its regions, in program order."""
         yield self
-        for region in self.regions:
-            yield from region.walk()
+        if self.regions:
+            yield from _walk([op for region in self.regions for op in region.ops])
 
 
 @dataclass(eq=False, slots=True)
@@ -252,8 +254,21 @@ class Block:
     args: list[Value] = field(default_factory=list)
 
     def walk(self) -> Iterator[Op]:
-        for op in self.ops:
-            yield from op.walk()
+        return _walk(self.ops)
+
+
+def _walk(ops: list[Op]) -> Iterator[Op]:
+    """Every op of `ops` and of their regions, in program order, without a generator per
+    nesting level (a recursive walk cost one frame per level for every op it yielded)."""
+    stack = [iter(ops)]
+    while stack:
+        op = next(stack[-1], None)
+        if op is None:
+            stack.pop()
+            continue
+        yield op
+        for region in reversed(op.regions):
+            stack.append(iter(region.ops))
 
 
 @dataclass(slots=True)

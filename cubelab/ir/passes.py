@@ -65,10 +65,15 @@ class CheckedIo:
             return isinstance(base_ty, RuntimeArray)
         return isinstance(base_ty, Pointer) and isinstance(base_ty.pointee, RuntimeArray)
 
+    # whether the last run rewrote anything (the manager then skips printing its "after")
+    changed: bool = True
+
     def run(self, kernel: KernelDefinition) -> None:
         ids = _Ids(kernel)
         nonempty: dict[int, Value] = {}
+        before = self.rewritten
         self._block(kernel.body, ids, nonempty)
+        self.changed = self.rewritten != before
         if nonempty:
             declared: list[Op] = []
             self._guard_accesses(kernel.body, ids, nonempty, declared)
@@ -158,12 +163,15 @@ class LoopGuard:
     budget: int = DEFAULT_LOOP_BUDGET
     name: str = "loop-guard"
 
+    changed: bool = True  # whether the last run marked a loop (see CheckedIo.changed)
+
     def run(self, kernel: KernelDefinition) -> None:
         loops = [op for op in kernel.walk() if op.name in ("scf.for", "scf.while")]
         for i, op in enumerate(loops):
             op.attrs = {**op.attrs, "guard": i}
         kernel.guarded_loops = loops
         kernel.loop_budget = self.budget if loops else None
+        self.changed = bool(loops)
 
 
 def loop_guard_message(kernel: KernelDefinition, guard: int, driver: bool, budget: int | None,
@@ -207,12 +215,22 @@ class PassRecord:
 class PassManager:
     passes: list[Pass] = field(default_factory=list)
 
-    def run(self, kernel: KernelDefinition, record: bool = False) -> list[PassRecord]:
+    def run(self, kernel: KernelDefinition, record: bool = False,
+            before: str | None = None) -> list[PassRecord]:
+        """Run the passes in order; with `record`, each one's IR text before and after it.
+        `before`: the kernel's text as it comes in, when the caller printed it already. A
+        pass's "after" is the next one's "before", so n passes print n + 1 times, not 2n
+        (printing is most of what recording costs on a big unrolled kernel)."""
         records: list[PassRecord] = []
+        text = before
         for p in self.passes:
-            before = print_kernel(kernel) if record else ""
+            if record and text is None:
+                text = print_kernel(kernel)
             p.run(kernel)
             if record:
-                after = print_kernel(kernel)
-                records.append(PassRecord(p.name, before, after, before != after))
+                assert text is not None
+                # a built-in pass says when it changed nothing: its "after" is its "before"
+                after = text if getattr(p, "changed", True) is False else print_kernel(kernel)
+                records.append(PassRecord(p.name, text, after, text != after))
+                text = after
         return records

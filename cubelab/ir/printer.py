@@ -14,45 +14,58 @@ from cubelab.ir.core import Block, KernelDefinition, Loc, Op
 def _attrs(op: Op) -> str:
     if not op.attrs:
         return ""
-    parts = ", ".join(f"{k} = {v!r}" for k, v in op.attrs.items())
+    parts = ", ".join([f"{k} = {v!r}" for k, v in op.attrs.items()])
     return f" {{{parts}}}"
+
+
+_TYPE_TEXT: dict[object, str] = {}  # a type's text, made once (types are frozen and few)
+
+
+def _type_text(t: object) -> str:
+    text = _TYPE_TEXT.get(t)
+    if text is None:
+        text = _TYPE_TEXT[t] = str(t)
+    return text
 
 
 def format_op_line(op: Op) -> str:
     """The op on one line, without its regions (used by traces and line maps)."""
-    ops = ", ".join(f"%{v.name}" for v in op.operands)
-    head = f"{op.name} {ops}".rstrip() + _attrs(op)
-    if op.results:
-        res = ", ".join(f"%{v.name}" for v in op.results)
-        return f"{res} = {head} : {op.results[0].type}"
-    return head
+    operands = op.operands
+    head = op.name + " " + ", ".join(["%" + v.name for v in operands]) if operands else op.name
+    if op.attrs:
+        head += _attrs(op)
+    results = op.results
+    if not results:
+        return head
+    res = "%" + results[0].name if len(results) == 1 else \
+        ", ".join(["%" + v.name for v in results])
+    return f"{res} = {head} : {_type_text(results[0].type)}"
 
 
 def _print_block(block: Block, indent: int, out: list[str], locs: bool,
                  locmap: dict[int, Loc] | None = None) -> None:
     """Append the block's lines to `out`; `locmap` (if given) gets out-line (1-based) -> the
-    op's source location for each op's first line."""
+    op's source location for each op's first line. (Called for every op of a kernel on every
+    compile, several times: kept to plain loops and string concatenation.)"""
     pad = "  " * indent
+    append = out.append
     for op in block.ops:
         line = pad + format_op_line(op)
-
-        def located(text: str) -> str:
-            if locs and op.loc is not None:
-                return f"{text:<60}  // line {op.loc.line}"
-            return text
-
-        if locmap is not None and op.loc is not None:
-            locmap[len(out) + 1] = op.loc  # the line appended next
-        if not op.regions:
-            out.append(located(line))
+        loc = op.loc
+        if loc is not None and locmap is not None:
+            locmap[len(out) + 1] = loc  # the line appended next
+        regions = op.regions
+        if not regions:
+            append(f"{line:<60}  // line {loc.line}" if locs and loc is not None else line)
             continue
-        for i, region in enumerate(op.regions):
+        for i, region in enumerate(regions):
             args = ""
             if region.args:
                 args = "(" + ", ".join(f"%{a.name}: {a.type}" for a in region.args) + ") "
             if i == 0:
                 # the brace before the location comment, or it would be commented out
-                out.append(located(f"{line} {args}{{"))
+                text = f"{line} {args}{{"
+                append(f"{text:<60}  // line {loc.line}" if locs and loc is not None else text)
             else:
                 # scf.while's second region is the body run while the first one's condition
                 # holds; every other multi-region op (scf.if) has an else
@@ -61,9 +74,9 @@ def _print_block(block: Block, indent: int, out: list[str], locs: bool,
                     cases = op.attrs["cases"]
                     sep = ("case " + ", ".join(map(str, cases[i]))) if i < len(cases) \
                         else "default"
-                out.append(f"{pad}}} {sep} {args}{{")
+                append(f"{pad}}} {sep} {args}{{")
             _print_block(region, indent + 1, out, locs, locmap)
-        out.append(pad + "}")
+        append(pad + "}")
 
 
 def print_block(block: Block, indent: int = 0, locs: bool = True) -> str:

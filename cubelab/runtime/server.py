@@ -63,6 +63,7 @@ from cubelab.compiler.pipeline import (
     CompilationOptions,
     check_cube_dim,
     compile_definition,
+    paused_gc,
 )
 from cubelab.compiler.targets import shown_targets
 from cubelab.errors import (
@@ -76,7 +77,6 @@ from cubelab.errors import (
 )
 from cubelab.ir.core import KernelDefinition
 from cubelab.ir.passes import GUARD_BUDGET, GUARD_DRIVER, loop_guard_message
-from cubelab.ir.printer import print_kernel
 from cubelab.runtime import events as ev
 from cubelab.runtime.buffer_io import BufferIO, buffer_io
 from cubelab.runtime.capture import Capture, CaptureAllocation, Recorded
@@ -134,6 +134,7 @@ class PreparedLaunch:
 @dataclass
 class _Compiled:
     entry: PipelineEntry
+    ir: str  # the IR text after the passes
     expanded_ir: str
     passes: tuple[tuple[str, str, str], ...]
     expand_s: float
@@ -498,21 +499,25 @@ class Server:
         self.bus.publish(ev.CompileStarted(kernel.name, kernel_id, seq))
         t0 = time.perf_counter()
         check_cube_dim(kernel_id.cube_dim.as_tuple(), self.properties)
-        try:
-            definition = kernel.define(self.properties)
-        except KernelSourceError:
-            raise
-        except CubeError:
-            raise
-        except Exception as exc:
-            tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-            raise ExpansionPanicked(f"expansion of kernel `{kernel.name}` panicked: {tb}") from exc
-        t1 = time.perf_counter()
-        # the one pipeline (compiler/pipeline.py): the inspector's previews run the same
-        run = self.target
-        c = compile_definition(definition, kernel_id.mode, self.options, run=run,
-                               show=shown_targets(run.name), limits=self.properties,
-                               device=self.name, check=True)
+        with paused_gc():
+            try:
+                definition = kernel.define(self.properties)
+            except KernelSourceError:
+                raise
+            except CubeError:
+                raise
+            except Exception as exc:
+                tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+                raise ExpansionPanicked(
+                    f"expansion of kernel `{kernel.name}` panicked: {tb}") from exc
+            t1 = time.perf_counter()
+            # the one pipeline (compiler/pipeline.py): the inspector's previews run the same.
+            # The IR texts (as expanded, per pass) are printed only for someone listening
+            run = self.target
+            c = compile_definition(definition, kernel_id.mode, self.options, run=run,
+                                   show=shown_targets(run.name), limits=self.properties,
+                                   device=self.name, check=True,
+                                   record=self.bus.wants(ev.CompileFinished))
         compiled = c.sources[run.name]
         expanded_ir, records = c.expanded_ir, c.passes
         t3 = time.perf_counter()
@@ -526,7 +531,7 @@ class Server:
         self.build_pipeline(entry)
         t4 = time.perf_counter()
         passes = tuple((r.name, r.before, r.after) for r in records)
-        return _Compiled(entry, expanded_ir, passes, t1 - t0, t2 - t1, t3 - t2, t4 - t3)
+        return _Compiled(entry, c.ir, expanded_ir, passes, t1 - t0, t2 - t1, t3 - t2, t4 - t3)
 
     def _compile_finished(self, kernel: CubeKernel, c: _Compiled, seq: int,
                           first_dispatch_s: float) -> None:
@@ -537,7 +542,7 @@ class Server:
             warnings.warn(CompileNoticeWarning(notice), stacklevel=2)
         self.bus.publish(ev.CompileFinished(
             kernel.name, entry.kernel_id, entry.entry, entry.compiled.target,
-            entry.compiled.source, print_kernel(entry.definition), c.expanded_ir,
+            entry.compiled.source, c.ir, c.expanded_ir,
             c.passes, c.expand_s, c.passes_s, c.codegen_s, c.driver_s + first_dispatch_s, seq,
             extra_sources=dict(entry.extra_sources),
         ))

@@ -45,6 +45,12 @@ def _zoo() -> list[tuple[str, Any]]:
         ("plane_scan", instance(k.plane_scan, cube_dim=d1)),
         ("tiny_vm", instance(k.tiny_vm, cube_dim=d1)),
         ("shape_area", instance(k.shape_area, cube_dim=d1)),
+        # the big unrolled ones (compile time linear in ops): 36 bitonic stages, the 16×16
+        # tile of `matmul` (16 multiply-adds unrolled per tile), a 64-step serial scan
+        ("bitonic_sort", instance(k.bitonic_sort, cube_dim=CubeDim.new_1d(256),
+                                  comptime=(256,))),
+        ("matmul_16x16", instance(k.matmul, cube_dim=CubeDim.new_2d(16, 16), comptime=(16,))),
+        ("scan_unrolled", instance(k.scan_unrolled, cube_dim=d1, comptime=(64,))),
     ]
 
 

@@ -420,3 +420,42 @@ def shape_area(kind: Slice[u32], a: Slice[f32], b: Slice[f32], out: SliceMut[f32
         else:
             s = Shape.Rect(a[i], b[i])
         out[i] = shape_area_of(s)
+
+
+# -- 19. big unrolled kernels: what compile time must stay linear in ----------------------------
+@cube(launch=True)
+def bitonic_sort(x: Slice[f32], out: SliceMut[f32], n: Comptime[int]):
+    """Sort each cube's `n` floats (n a power of two, one unit per item) in shared memory with a
+    bitonic network: log2(n)·(log2(n) + 1)/2 compare-exchange stages (36 for n = 256), every
+    stage unrolled at expansion, a barrier after each."""
+    sh = SharedMemory[f32](n)
+    u = UNIT_POS
+    base = CUBE_POS * n
+    sh[u] = x[base + u]
+    sync_cube()
+    for kk in unroll(range(1, n.bit_length())):
+        size = comptime(1 << kk)                 # the length of the sequences being merged
+        for jj in unroll(range(kk)):
+            stride = comptime(size >> (jj + 1))  # the partner's distance in this stage
+            partner = u ^ u32(stride)
+            if partner > u:
+                a = sh[u]
+                b = sh[partner]
+                ascending = (u & u32(size)) == 0
+                if (a > b) == ascending:
+                    sh[u] = b
+                    sh[partner] = a
+            sync_cube()
+    out[base + u] = sh[u]
+
+
+@cube(launch=True)
+def scan_unrolled(x: Slice[f32], out: SliceMut[f32], steps: Comptime[int]):
+    """Each unit scans its `steps` consecutive floats serially, every step unrolled (the
+    64-step case is the compile-time benchmark's)."""
+    base = ABSOLUTE_POS * steps
+    if base + steps <= x.len():
+        acc = f32(0.0)
+        for i in unroll(range(steps)):
+            acc += x[base + i]
+            out[base + i] = acc

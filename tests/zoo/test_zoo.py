@@ -304,3 +304,22 @@ def test_shape_area_with_a_runtime_variant_enum_matches_numpy(client, n):
                         arg(up(client, a)), arg(up(client, b)), arg(out))
     want = np.where(kind == 0, np.float32(3.14159265) * a * a, a * b)
     np.testing.assert_allclose(read_f32(client, out), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("cubes_", [1, 3])
+def test_bitonic_sort_of_36_unrolled_stages_sorts_each_cube(client, cubes_):
+    x = RNG.standard_normal(256 * cubes_).astype(np.float32)
+    out = out_f32(client, x.size)
+    k.bitonic_sort.launch(client, CubeCount.Static(cubes_), CubeDim.new_1d(256),
+                          arg(up(client, x)), arg(out), 256)
+    want = np.sort(x.reshape(cubes_, 256), axis=1).ravel()
+    np.testing.assert_array_equal(read_f32(client, out), want)
+
+
+def test_a_64_step_unrolled_scan_is_cumsum_per_unit(client):
+    x = RNG.uniform(0, 1, 64 * 96).astype(np.float32)
+    out = out_f32(client, x.size)
+    k.scan_unrolled.launch(client, CubeCount.Static(2), CubeDim.new_1d(64), arg(up(client, x)),
+                           arg(out), 64)
+    want = np.cumsum(x.reshape(96, 64), axis=1).ravel()
+    np.testing.assert_allclose(read_f32(client, out), want, rtol=1e-5, atol=1e-5)
