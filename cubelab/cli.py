@@ -4,6 +4,8 @@
     cubelab ir kernels.py::saxpy --types f32 --sizes 4 [--after-passes]
     cubelab wgsl kernels.py::add --types f32 --comptime true --unchecked
     cubelab msl kernels.py::saxpy --types f32 --sizes 4 --cube-dim 4
+    cubelab cuda kernels.py::saxpy ...               (one command per target of the registry,
+                                                      compiler/targets.py TARGETS)
     cubelab id kernels.py::add --types f32 --comptime false   the KernelId, field by field
     cubelab demo [--device cpu|wgpu]                 seed 000: saxpy, the quiz, the cache, OOB rows
     cubelab course build [01 03 ...]                 nbgrader source assignments (cubelab/course.py)
@@ -110,7 +112,7 @@ class Out:
         self.console = Console(force_terminal=True, highlight=False)
         self.fit_width = not tty
 
-    code_only = False  # `expand`/`ir`/`wgsl`/`msl`: plain output is the code and nothing else
+    code_only = False  # `expand`, `ir`, a target: plain output is the code and nothing else
 
     def __call__(self, view: Any) -> None:
         if self.console is None:
@@ -151,24 +153,18 @@ def _cmd_ir(args: argparse.Namespace, out: Out) -> None:
                  f" — {c.kernel_id.short()}"))
 
 
-def _cmd_wgsl(args: argparse.Namespace, out: Out) -> None:
+def _cmd_target(args: argparse.Namespace, out: Out) -> None:
+    """`cubelab <target> FILE::KERNEL`: that target's generated source (every registered one)."""
     from cubelab import inspect as I
     from cubelab.inspect.views import CodeView
 
     k, _ = _instance(args)
     c = I.compiled(k, args.checked_io)
-    out(CodeView(c.wgsl.source, "wgsl", title=f"WGSL — {c.wgsl.entry}"))
-
-
-def _cmd_msl(args: argparse.Namespace, out: Out) -> None:
-    from cubelab import inspect as I
-    from cubelab.inspect.views import CodeView
-
-    k, _ = _instance(args)
-    c = I.compiled(k, args.checked_io)
-    if c.msl is None:
-        raise SystemExit("cubelab: this cubelab has no MSL target (cubelab.compiler.msl)")
-    out(CodeView(c.msl, "msl", title=f"MSL — {c.kernel_id.short()}"))
+    if args.command not in c.sources:
+        why = c.failures.get(args.command)
+        raise SystemExit(f"cubelab: the {args.command} target cannot express this kernel: {why}")
+    src = c.sources[args.command]
+    out(CodeView(src.source, args.command, title=f"{args.command.upper()} — {src.entry}"))
 
 
 def _cmd_id(args: argparse.Namespace, out: Out) -> None:
@@ -200,11 +196,14 @@ def parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--color", choices=["auto", "always", "never"], default="auto")
     sub = ap.add_subparsers(dest="command", required=True)
+    from cubelab.compiler.targets import TARGETS
+
     commands: dict[str, tuple[Callable[[argparse.Namespace, Out], None], str]] = {
         "expand": (_cmd_expand, "the generated expand function (cubelab's cargo expand)"),
         "ir": (_cmd_ir, "the kernel's IR (before passes, or --after-passes)"),
-        "wgsl": (_cmd_wgsl, "the generated WGSL"),
-        "msl": (_cmd_msl, "the generated MSL"),
+        # one command per registered target, in the registry's order
+        **{name: (_cmd_target, f"the generated {name.upper()}" +
+                  ("" if t.shown_only else " (what runs)")) for name, t in TARGETS.items()},
         "id": (_cmd_id, "the KernelId, field by field"),
     }
     for name, (fn, help_) in commands.items():
@@ -230,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         out = Out(args.color)
-        out.code_only = args.command in ("expand", "ir", "wgsl", "msl")
+        out.code_only = args.fn in (_cmd_expand, _cmd_ir, _cmd_target)
         args.fn(args, out)
     except CubeError as exc:
         print(f"cubelab: {type(exc).__name__}: {exc}", file=sys.stderr)

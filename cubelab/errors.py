@@ -195,6 +195,12 @@ class CompileError(CubeError):
     """The generated source was refused by the driver (naga); names both source lines."""
 
 
+class PassError(CompileError):
+    """A compilation pass — a student's `extra_passes` entry — raised, returned something other
+    than a kernel definition, or left IR the verifier (`ir/verify.py`) refuses. The message
+    names the pass, the kernel and what is wrong, before any target sees the IR."""
+
+
 class DeviceError(CubeError):
     """No device of the requested kind, or the device itself failed."""
 

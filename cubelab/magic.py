@@ -2,8 +2,9 @@
 the session (log, monitor, reset, device).
 
     %load_ext cubelab
-    %%cube [--show expanded,ir,wgsl,msl] [--no-display]
-    %cubelab log on|off|msl       the seed's debug log (launches become blocking while on)
+    %%cube [--show expanded,ir,<target>,...] [--no-display]
+    %cubelab log on|off|<target>  the seed's debug log (launches become blocking while on); a
+                                  target name (msl, cuda, ...) prints that target's source
     %cubelab monitor              CacheMonitor + BufferBoard + LaunchTimeline for this session
     %cubelab reset                zero every open view's counters, clear the pipeline cache
     %cubelab memory [cleanup]     MemoryBoard: the device's pages and which buffer lives where
@@ -91,7 +92,8 @@ class CubelabMagics(Magics):
     # -- %%cube -------------------------------------------------------------------------------
     @magic_arguments()
     @argument("--show", default=None,
-              help="inspector tabs, comma separated: source,expanded,ir,passes,wgsl,msl,ids")
+              help="inspector tabs, comma separated: source,expanded,ir,passes, a target's "
+                   "name (wgsl,msl,cuda,...), ids")
     @argument("--no-display", action="store_true", help="define the kernels, show nothing")
     @cell_magic
     def cube(self, line: str, cell: str) -> Any:
@@ -156,7 +158,7 @@ class CubelabMagics(Magics):
     # -- %cubelab -----------------------------------------------------------------------------
     @line_magic
     def cubelab(self, line: str) -> Any:
-        """%cubelab log on|off|msl · monitor · reset · memory [cleanup] · device cpu|wgpu ·
+        """%cubelab log on|off|<target> · monitor · reset · memory [cleanup] · device cpu|wgpu ·
         races on|off · nonfinite on|off · status"""
         words = line.split()
         if not words or words[0] == "status":
@@ -191,7 +193,7 @@ class CubelabMagics(Magics):
             return self._device(rest)
         if cmd in ("races", "nonfinite"):
             return _findings(self).switch(cmd, rest)
-        raise UsageError(f"unknown %cubelab command {cmd!r}; use log on|off|msl, monitor, reset, "
+        raise UsageError(f"unknown %cubelab command {cmd!r}; use log on|off|<target>, monitor, reset, "
                          "memory [cleanup], device cpu|wgpu, races on|off, nonfinite on|off, "
                          "status")
 
@@ -200,23 +202,27 @@ class CubelabMagics(Magics):
 
         dev = Device.default()
         log = dev.debug_log
-        state = "off" if log is None else f"on ({log.target} → {log.dest})"
+        state = "off" if log is None else \
+            f"on ({log.target or 'the running target'} → {log.dest})"
         print(f"cubelab: device {dev.kind} ({dev.client().name()}), debug log {state}")
 
     def _log(self, rest: list[str]) -> None:
         from cubelab.runtime.device import Device
 
-        if len(rest) != 1 or rest[0] not in ("on", "off", "msl", "wgsl"):
-            raise UsageError("usage: %cubelab log on|off|msl")
+        from cubelab.compiler.targets import TARGETS
+
+        if len(rest) != 1 or rest[0] not in ("on", "off", *TARGETS):
+            raise UsageError(f"usage: %cubelab log on|off|{'|'.join(TARGETS)}")
         dev = Device.default()
         mode = rest[0]
         if mode == "off":
             dev.set_debug_log(None)
             print("cubelab: debug log off (launches are asynchronous again)")
             return
-        target = "msl" if mode == "msl" else "wgsl"
+        target = None if mode == "on" else mode  # on: the source of the target that runs
         dev.set_debug_log("stdout", target)
-        print(f"cubelab: debug log on, printing {target.upper()}; launches are blocking and timed "
+        what = "the source that runs" if target is None else f"the {target.upper()} source"
+        print(f"cubelab: debug log on, printing {what}; launches are blocking and timed "
               "while it is on (as with CUBECL_DEBUG_LOG), so do not time anything with it on")
 
     def _device(self, rest: list[str]) -> None:

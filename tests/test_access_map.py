@@ -38,7 +38,7 @@ def u32_buf(client, values):
 
 @contextmanager
 def checked_io(client, rule):
-    before = client.device.server.options.checked_io
+    before = client.compilation_options().checked_io
     client.set_compilation_options(checked_io=rule)
     try:
         yield

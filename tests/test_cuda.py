@@ -107,10 +107,17 @@ def test_a_guarded_kernel_takes_the_status_word_and_counts_iterations():
     assert "guard_status" not in plain
 
 
-def test_every_math_function_has_a_spelling_in_both_dialects_and_no_unreachable_key():
+def test_every_math_table_is_keyed_by_exactly_the_irs_math_functions():
+    """One key per `MATH_UNARY_FNS` entry in every target and the CPU runtime: none missing,
+    none unreachable (the tables once held 16 keys no kernel could reach)."""
+    from cubelab.compiler import wgsl
+    from cubelab.runtime.cpu.semantics import MATH
+
     for dialect in (METAL, CUDA):
         assert check_math_table(dialect) == [], dialect.name
         assert set(dialect.math) == set(MATH_UNARY_FNS), dialect.name
+    assert set(wgsl._MATH) | set(wgsl._FLOAT_CLASS) == set(MATH_UNARY_FNS)
+    assert set(MATH) == set(MATH_UNARY_FNS)
 
 
 # -- every op, every kernel, through a real compiler -------------------------------------------

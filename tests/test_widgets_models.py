@@ -88,7 +88,7 @@ def test_the_launch_timeline_shows_each_launchs_two_hops(client):
 def test_the_kernel_inspector_previews_before_any_launch():
     ki = KernelInspector(saxpy, live=False)
     m = ki.model()
-    assert m["tabs"] == ["Source", "Expanded", "IR", "Passes", "WGSL", "MSL", "KernelIds"]
+    assert m["tabs"] == ["Source", "Expanded", "IR", "Passes", "WGSL", "MSL", "CUDA", "KernelIds"]
     assert m["kernel_ids"][0].startswith("preview (not launched)")
     assert "@compute" in ki.tab_html("WGSL")
     assert ">expand<" in ki.tab_html("Expanded")  # the generated `def expand(...)`
@@ -113,8 +113,8 @@ def test_picking_a_kernel_line_highlights_what_it_became():
     body = saxpy.first_line + 4  # y[ABSOLUTE_POS] = ...
     ki.lines.value = body  # what choosing it in the dropdown does
     hl = ki.model()["highlight"]
-    assert hl["ir"] and hl["wgsl"] and hl["msl"]
-    for tab in ("Source", "IR", "WGSL", "MSL"):
+    assert hl["ir"] and hl["wgsl"] and hl["msl"] and hl["cuda"]
+    for tab in ("Source", "IR", "WGSL", "MSL", "CUDA"):
         assert 'class="hll"' in ki.tab_html(tab), tab
     assert f"from kernel line {body}" in ki.tab_html("WGSL")
     assert f"py{body}" in ki.tab_html("MSL")

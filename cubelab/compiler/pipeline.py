@@ -7,8 +7,9 @@ server's compile (`runtime/server.py`) and every inspector view (`inspect.compil
 construction what a launch compiles — `tests/test_inspect_matches_server.py` pins it byte for
 byte for every core and zoo kernel. Its parts, each the one home of its rule:
 
-- `select_passes(mode, options)`: which passes run (CheckedIo, with the server's rule, for
-  `ExecutionMode.Checked`; nothing for Unchecked);
+- `select_passes(mode, options)`: which passes run (CheckedIo, with the server's rule, and the
+  loop guard for `ExecutionMode.Checked`; then the options' `extra_passes`, every mode, each
+  checked by the IR verifier); the options themselves, checked, are `compiler/options.py`'s;
 - `check_cube_dim` / `check_definition`: the device limits a kernel must fit (units per cube,
   adapter features, shared memory), read from the properties the caller's device reports —
   the CPU runtime passes its own, not a default;
@@ -29,12 +30,12 @@ from enum import Enum
 from typing import Any, Iterator, Protocol, Sequence
 
 from cubelab.compiler.base import CompiledSource, Target, failure_comment
+from cubelab.compiler.options import CompilationOptions
 from cubelab.errors import FeatureError, ResourceError
 from cubelab.ir.analysis import all_ops
-from cubelab.ir.core import KernelDefinition
-from cubelab.ir.passes import (DEFAULT_CHECKED_IO, DEFAULT_LOOP_BUDGET, CheckedIo, CheckedIoRule,
-                               LoopGuard, PassManager, PassRecord)
-from cubelab.ir.printer import print_kernel
+from cubelab.ir.core import KernelDefinition, Loc
+from cubelab.ir.passes import CheckedIo, LoopGuard, PassManager, PassRecord
+from cubelab.ir.printer import print_kernel, print_kernel_mapped
 
 
 class ExecutionMode(Enum):
@@ -45,30 +46,18 @@ class ExecutionMode(Enum):
     Unchecked = "Unchecked"
 
 
-@dataclass
-class CompilationOptions:
-    """Compiler settings of a server (not part of the KernelId: changing them clears the cache).
-
-    `checked_io`: "cubecl-0.11.3" (the default, DESIGN §7) reproduces the seed's finding that
-    the pass never fires on global buffers; "fixed" clamps checked indices to len-1 (the
-    documented intent), the named alternative.
-    """
-
-    checked_io: CheckedIoRule = DEFAULT_CHECKED_IO
-    # `loop_budget`: the most loop iterations one unit of a checked launch may run (all loops
-    # together) before the launch fails, naming the loop (`ir/passes.py` LoopGuard); None turns
-    # the guard off. Unchecked launches are never guarded.
-    loop_budget: int | None = DEFAULT_LOOP_BUDGET
-
-
 def select_passes(mode: ExecutionMode, options: CompilationOptions) -> PassManager:
-    """The passes a kernel compiled in `mode` goes through (the one pass-selection rule)."""
+    """The passes a kernel compiled in `mode` goes through (the one pass-selection rule): for a
+    checked launch CheckedIo, then the loop guard unless it is off; then, for every launch, the
+    options' `extra_passes` in order — each checked by the IR verifier after it runs."""
+    passes: list = []
     if mode is ExecutionMode.Checked:
-        passes: list = [CheckedIo(options.checked_io)]
+        passes.append(CheckedIo(options.checked_io))
         if options.loop_budget is not None:
             passes.append(LoopGuard(options.loop_budget))
-        return PassManager(passes)
-    return PassManager()
+    builtin = len(passes)
+    passes.extend(options.extra_passes)
+    return PassManager(passes, checked_from=builtin)
 
 
 class Limits(Protocol):
@@ -149,6 +138,10 @@ class Compilation:
         the expanded IR when no pass ran — printed once, not again."""
         return self.passes[-1].after if self.passes else self.expanded_ir
 
+    def ir_mapped(self) -> tuple[str, dict[int, Loc]]:
+        """The IR text after the passes and its line map (printed line -> kernel `Loc`)."""
+        return print_kernel_mapped(self.definition)
+
     def shown_sources(self, run: str) -> dict[str, str]:
         """Every target's text except `run`'s, a failed one as a comment saying why."""
         out = {name: s.source for name, s in self.sources.items() if name != run}
@@ -188,7 +181,7 @@ def compile_definition(definition: KernelDefinition, mode: ExecutionMode,
         check_definition(definition, limits, device)
     t0 = time.perf_counter()
     expanded_ir = print_kernel(definition) if record else ""
-    records = select_passes(mode, options or CompilationOptions()).run(
+    definition, records = select_passes(mode, options or CompilationOptions()).apply(
         definition, record=record, before=expanded_ir if record else None)
     t1 = time.perf_counter()
     sources: dict[str, CompiledSource] = {}

@@ -27,7 +27,7 @@ Y6 = np.array([10, 20, 30, 40, 50, 60], dtype=np.float32)
 def checked_io(client: Any, rule: str | None) -> Iterator[None]:
     """Run the block under a CheckedIo rule (None: the client's current one), then put the
     client's rule back as it was (changing it clears the pipeline cache)."""
-    before = client.device.server.options.checked_io
+    before = client.compilation_options().checked_io
     if rule is None or rule == before:
         yield
         return

@@ -37,6 +37,7 @@ from cubelab.frontend.values import (
     LocalVar,
     SliceView,
 )
+from cubelab.ir.analysis import PURE
 from cubelab.ir.core import Value
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import BOOL, F32, I32, U32, Elem, Pointer, Ty
@@ -311,18 +312,12 @@ def item_value(s: Scope, x: Any, item: Ty) -> Value:
     return v
 
 
-# Ops that compute a value from values and nothing else: an expression made only of them may be
-# evaluated even where Python would skip it (the right side of `and`/`or`, a side of
-# `a if c else b`), because evaluating it changes nothing and cannot fault. A load is not among
-# them: `i < n and x[i] > 0` must not read x[i] when i >= n (an unchecked read out of bounds).
-_PURE_DIALECTS = ("arith", "math", "vector", "builtin", "info")
-_PURE_OPS = {"buffer.len", "tensor.rank", "tensor.len", "tensor.shape", "tensor.stride"}
-
-
 def is_pure(block: Any) -> bool:
-    """Whether every op of `block` (expanded but not yet placed) is a pure value op."""
-    return all(op.name.split(".")[0] in _PURE_DIALECTS or op.name in _PURE_OPS
-               for op in block.ops)
+    """Whether every op of `block` (expanded but not yet placed) only computes values
+    (`ir.analysis.PURE`): then it may be evaluated even where Python would skip it (the right
+    side of `and`/`or`, a side of `a if c else b`), because evaluating it changes nothing and
+    cannot fault. A load is not pure: `i < n and x[i] > 0` must not read x[i] when i >= n."""
+    return all(op.name in PURE for op in block.ops)
 
 
 def as_bool(s: Scope, x: Any, what: str) -> Value:

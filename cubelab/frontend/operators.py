@@ -12,6 +12,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
+from cubelab.compiler.spelling import COMPARE  # arith.cmp's pred -> its operator, once
 from cubelab.frontend import library
 from cubelab.frontend.operands import (
     KERNEL_VALUES,
@@ -156,7 +157,6 @@ _PY_CMP: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
-_CMP_SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
 
 
 def cmp(s: Scope, pred: str, a: Any, b: Any, at: Pos) -> Any:
@@ -168,9 +168,9 @@ def cmp(s: Scope, pred: str, a: Any, b: Any, at: Pos) -> Any:
         try:
             return _PY_CMP[pred](a, b)
         except TypeError as exc:
-            raise error(s, f"comptime comparison {a!r} {_CMP_SYMBOL[pred]} {b!r}: {exc}",
+            raise error(s, f"comptime comparison {a!r} {COMPARE[pred]} {b!r}: {exc}",
                         "compare values of one kind") from None
-    va, vb = pair(s, a, b, _CMP_SYMBOL[pred], given)
+    va, vb = pair(s, a, b, COMPARE[pred], given)
     ty = ty_of(va)
     return RV(s.emit("arith.cmp", [va, vb], Ty(Elem.BOOL, ty.width), pred=pred))
 

@@ -31,7 +31,8 @@ from cubelab.inspect.instances import (
 )
 from cubelab.inspect.live import BufferStates, CacheStats, LaunchLog
 from cubelab.inspect.memory import MemoryMap, memory_map
-from cubelab.inspect.preview import Compiled, compiled, correspondence, ir, msl, passes, wgsl
+from cubelab.inspect.preview import (Compiled, compiled, correspondence, ir, msl, passes,
+                                     source_of, wgsl)
 from cubelab.inspect.render import show, view
 from cubelab.inspect.trace import Trace, TraceStep, trace, unit_position
 
@@ -39,4 +40,4 @@ __all__ = ["expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compile
            "Compiled", "source", "explain", "default_instance", "instance_from_id",
            "correspondence", "view", "show", "CacheStats", "BufferStates", "LaunchLog", "msl",
            "trace", "Trace", "TraceStep", "unit_position", "memory_map", "MemoryMap",
-           "access_map", "AccessMap"]
+           "access_map", "AccessMap", "source_of"]

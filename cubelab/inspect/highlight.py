@@ -23,6 +23,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import get_lexer_by_name
 from pygments.token import STANDARD_TYPES, Token, _TokenType
 
+from cubelab.compiler.targets import TARGETS
 from cubelab.inspect.lexer import CubeIrLexer
 
 __all__ = ["lexer_for", "to_html", "css", "CSS_SCOPE"]
@@ -92,13 +93,15 @@ def css() -> str:
     return "\n".join(rules)
 
 
-_ALIASES = {"ir": "cube-ir", "msl": "cpp", "metal": "cpp", "expanded": "python", "py": "python",
-            "source": "python", "text": "text", "kernel-id": "rust", "rust-debug": "rust"}
+_ALIASES = {"ir": "cube-ir", "expanded": "python", "py": "python", "source": "python",
+            "text": "text", "kernel-id": "rust", "rust-debug": "rust"}
 
 
 def lexer_for(lang: str) -> Lexer:
-    """A pygments lexer for a cubelab view language (IR, WGSL, MSL via cpp, Python, ...)."""
-    name = _ALIASES.get(lang, lang)
+    """A pygments lexer for a cubelab view language: IR, Python, ..., or a target's name (the
+    target names its lexer: `compiler.targets.TARGETS[name].lexer`)."""
+    target = TARGETS.get(lang)
+    name = target.lexer if target is not None else _ALIASES.get(lang, lang)
     if name == "cube-ir":
         return CubeIrLexer()
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect as _pyinspect
 from typing import Any
 
+from cubelab.compiler.options import options_key
 from cubelab.errors import api_boundary
 from cubelab.frontend import aggregate_launch as _launch_args
 from cubelab.frontend import types as _types
@@ -20,7 +21,7 @@ from cubelab.runtime.kernel_id import CubeDim, ExecutionMode, KernelId
 _MISSING = object()
 
 __all__ = ["expanded", "source", "instance", "default_instance", "instance_from_id",
-           "kernel_id", "explain", "diff"]
+           "kernel_id", "explain", "diff", "OPTIONS_MEANING"]
 
 
 @api_boundary
@@ -103,9 +104,19 @@ _FIELD_MEANING = {
 }
 
 
+# What the options row of a cache key's explanation means (the KernelIds tab, `explain`).
+OPTIONS_MEANING = ("not in the KernelId: the client's compilation options (CheckedIo rule, loop "
+                   "budget, extra passes, each pass by its class and a digest of its code and "
+                   "settings) are the other half of the pipeline cache's key — changing them "
+                   "empties the cache, so a pass that changes the code never meets a pipeline "
+                   "compiled without it")
+
+
 @api_boundary
-def explain(k: KernelInstance | KernelId) -> list[tuple[str, str, str]]:
-    """The KernelId field by field: (field, value, what it means)."""
+def explain(k: KernelInstance | KernelId, client: Any = None) -> list[tuple[str, str, str]]:
+    """The KernelId field by field: (field, value, what it means); with `client`, a last row
+    for the other half of the cache key, the client's compilation options
+    (`compiler.options.options_key`)."""
     kid = k.id() if isinstance(k, KernelInstance) else k
     out: list[tuple[str, str, str]] = []
     for key, value in kid.fields().items():
@@ -125,6 +136,9 @@ def explain(k: KernelInstance | KernelId) -> list[tuple[str, str, str]]:
         else:
             why = "a compile-time value (vector width or Comptime argument): each value is a kernel"
         out.append((key, text, why))
+    if client is not None:
+        out.append(("compilation options", options_key(client.compilation_options()),
+                    OPTIONS_MEANING))
     return out
 
 

@@ -1,32 +1,23 @@
 """Line correspondence: kernel source line ↔ IR lines ↔ generated WGSL/MSL lines.
 
-Every IR op remembers the Python line it was registered from (`op.loc`); the IR printer writes it
-as a trailing `// line N` comment and each target returns a line map (generated line → `Loc`).
-This module turns those into one table keyed by the kernel's source line, which the inspector
-uses to highlight "everything line 13 became" and to put "from kernel line 13" on hover.
+Every IR op remembers the Python line it was registered from (`op.loc`); the IR printer returns
+its text with a line map (`ir.printer.print_kernel_mapped`: printed line → `Loc`), and each target
+returns one too (generated line → `Loc`). This module turns those maps into one table keyed by
+the kernel's source line, which the inspector uses to highlight "everything line 13 became" and
+to put "from kernel line 13" on hover. (It never re-reads the printed `// line N` comments: the
+printer's map is the one answer.)
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from typing import Mapping
+
 from cubelab.compiler.base import CompiledSource
+from cubelab.ir.core import Loc
 
-__all__ = ["Correspondence", "ir_line_map", "correspondence"]
-
-_IR_LOC = re.compile(r"//\s*line\s+(\d+)")
-
-
-def ir_line_map(ir_text: str) -> dict[int, int]:
-    """IR text line (1-based) → kernel source line, from the printer's `// line N` comments."""
-    out: dict[int, int] = {}
-    for i, line in enumerate(ir_text.splitlines(), 1):
-        m = _IR_LOC.search(line)
-        if m:
-            out[i] = int(m.group(1))
-    return out
-
+__all__ = ["Correspondence", "correspondence"]
 
 @dataclass
 class Correspondence:
@@ -52,11 +43,14 @@ def _invert(m: dict[int, int]) -> dict[int, list[int]]:
     return out
 
 
-def correspondence(ir_text: str, compiled: dict[str, CompiledSource | None] | None = None,
+def correspondence(ir_lines: Mapping[int, Loc],
+                   compiled: Mapping[str, CompiledSource | None] | None = None,
                    file: str | None = None) -> Correspondence:
-    """Build the table from IR text and targets' line maps (only lines from `file` if given)."""
+    """Build the table from the IR's line map (`print_kernel_mapped`) and the targets' line
+    maps (only lines from `file` if given)."""
     c = Correspondence()
-    c.ir_to_source = ir_line_map(ir_text)
+    c.ir_to_source = {ln: loc.line for ln, loc in ir_lines.items()
+                      if file is None or loc.file == file}
     c.ir = _invert(c.ir_to_source)
     for name, cs in (compiled or {}).items():
         if cs is None:

@@ -49,6 +49,17 @@ def _error_text(exc: BaseException | None) -> str:
     return relabel(f"{type(exc).__name__}: {text}")
 
 
+def on(*kinds: type) -> Callable[[Any], Any]:
+    """Mark a ledger method as the handler of these event types: the ledger's type → handler
+    table (`Ledger._handlers`) is built from the marks, and its subscription from the table."""
+
+    def mark(fn: Any) -> Any:
+        fn._ledger_kinds = kinds
+        return fn
+
+    return mark
+
+
 class Ledger:
     """Base: subscribe to some event kinds, queue them, fold them into state when looked at.
 
@@ -60,6 +71,19 @@ class Ledger:
     """
 
     kinds: tuple[type, ...] = ()
+    # event type -> handler: built from the methods marked `@on(EventType, ...)`, for subclasses
+    # and their bases together; a subclass that lists no `kinds` subscribes to exactly these
+    _handlers: dict[type, Callable[[Any, Any], None]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        table = dict(cls._handlers)
+        for fn in vars(cls).values():
+            for kind in getattr(fn, "_ledger_kinds", ()):
+                table[kind] = fn
+        cls._handlers = table
+        if table and "kinds" not in vars(cls):
+            cls.kinds = tuple(table)
 
     def __init__(self, bus: ev.EventBus | None = None) -> None:
         self._lock = threading.Lock()
@@ -92,7 +116,10 @@ class Ledger:
             self.version += 1
 
     def _record(self, event: ev.Event) -> None:
-        raise NotImplementedError
+        """Fold one event in: its type's handler (`@on`), if the ledger has one."""
+        handler = self._handlers.get(type(event))
+        if handler is not None:
+            handler(self, event)
 
     def reset(self) -> None:
         with self._lock:
@@ -198,25 +225,31 @@ class CacheStats(Ledger):
         self._by_obj[id(kid)] = row
         return row
 
-    def _record(self, e: ev.Event) -> None:
-        if type(e) is ev.CacheHits:  # the common event: test it first
-            row = self._row(e.kernel_id, e.kernel)
-            row.hits += e.count
-            row.entry = row.entry or e.entry
-            if e.last_seq >= row.last_launch_seq:
-                row.last_launch_seq, row.last_launched = e.last_seq, e.last_t
-        elif isinstance(e, ev.CompileFinished):
-            row = self._row(e.kernel_id, e.kernel)
-            row.compiles += 1
-            row.entry = e.entry
-            row.compile_s += e.expand_s + e.passes_s + e.codegen_s + e.driver_s
-            row.last_launch_seq, row.last_launched = e.launch_seq, e.t
-        elif isinstance(e, ev.CompileFailed):
-            row = self._row(e.kernel_id, e.kernel)
-            row.failures += 1
-            row.last_launch_seq, row.last_launched = e.launch_seq, e.t
-        elif isinstance(e, ev.CacheCleared):
-            self._cleared.append(e.reason)
+    @on(ev.CacheHits)
+    def _hits(self, e: ev.CacheHits) -> None:
+        row = self._row(e.kernel_id, e.kernel)
+        row.hits += e.count
+        row.entry = row.entry or e.entry
+        if e.last_seq >= row.last_launch_seq:
+            row.last_launch_seq, row.last_launched = e.last_seq, e.last_t
+
+    @on(ev.CompileFinished)
+    def _compiled(self, e: ev.CompileFinished) -> None:
+        row = self._row(e.kernel_id, e.kernel)
+        row.compiles += 1
+        row.entry = e.entry
+        row.compile_s += e.expand_s + e.passes_s + e.codegen_s + e.driver_s
+        row.last_launch_seq, row.last_launched = e.launch_seq, e.t
+
+    @on(ev.CompileFailed)
+    def _failed(self, e: ev.CompileFailed) -> None:
+        row = self._row(e.kernel_id, e.kernel)
+        row.failures += 1
+        row.last_launch_seq, row.last_launched = e.launch_seq, e.t
+
+    @on(ev.CacheCleared)
+    def _cleared_by(self, e: ev.CacheCleared) -> None:
+        self._cleared.append(e.reason)
 
     def _reset(self) -> None:
         self._rows.clear()
@@ -337,62 +370,78 @@ class BufferStates(Ledger):
         if len(b.history) > self.max_history:
             del b.history[0]
 
-    def _record(self, e: ev.Event) -> None:
-        if isinstance(e, ev.BufferCreated):
-            b = self._buf(e.handle_id)
-            b.size = e.size
-            self._set(e.handle_id, "clean", e, "", 0, f"created, {e.size} B")
-        elif isinstance(e, ev.BufferClaimed):
-            # The hot path (every launch, on the device thread): a claim is transient, so it
-            # changes the state but adds no history entry of its own.
-            bufs = self._buffers
-            for h in e.handle_ids:
-                b = bufs.get(h) or self._buf(h)
-                b.state, b.kernel = "claimed", e.kernel
-        elif isinstance(e, ev.BufferReleased):
-            bufs = self._buffers
-            for h in e.handle_ids:
-                b = bufs.get(h) or self._buf(h)
-                if b.error:  # it carried a failure: this success repaired it
-                    self._set(h, "repaired", e, e.kernel, e.launch_seq, "rewritten successfully")
-                    continue
-                b.state, b.kernel = "clean", e.kernel
-                last = b.history[-1] if b.history else None
-                if last is not None and last.state == "clean" and last.kernel == e.kernel:
-                    last.count += 1
-                    last.t, last.launch_seq = e.t, e.launch_seq
-                    last.detail = f"written by {last.count} successful launches"
-                else:
-                    self._set(h, "clean", e, e.kernel, e.launch_seq, "written by a successful launch")
-        elif isinstance(e, ev.BufferRepaired):
-            for h in e.handle_ids:
-                b = self._buf(h)
-                if b.state == "repaired" and b.history and b.history[-1].launch_seq == e.launch_seq:
-                    continue  # BufferReleased of the same launch already said so
+    @on(ev.BufferCreated)
+    def _created(self, e: ev.BufferCreated) -> None:
+        b = self._buf(e.handle_id)
+        b.size = e.size
+        self._set(e.handle_id, "clean", e, "", 0, f"created, {e.size} B")
+
+    @on(ev.BufferClaimed)
+    def _claimed(self, e: ev.BufferClaimed) -> None:
+        # The hot path (every launch, on the device thread): a claim is transient, so it
+        # changes the state but adds no history entry of its own.
+        bufs = self._buffers
+        for h in e.handle_ids:
+            b = bufs.get(h) or self._buf(h)
+            b.state, b.kernel = "claimed", e.kernel
+
+    @on(ev.BufferReleased)
+    def _released(self, e: ev.BufferReleased) -> None:
+        bufs = self._buffers
+        for h in e.handle_ids:
+            b = bufs.get(h) or self._buf(h)
+            if b.error:  # it carried a failure: this success repaired it
                 self._set(h, "repaired", e, e.kernel, e.launch_seq, "rewritten successfully")
-        elif isinstance(e, ev.LaunchSkipped):
-            if e.why != "dry-run":
-                self._skips[e.launch_seq] = e
-                if len(self._skips) > 1000:
-                    self._skips.pop(next(iter(self._skips)))
-        elif isinstance(e, ev.BufferFailed):
-            skip = self._skips.get(e.launch_seq)
-            root = e.root_kernel or (skip.root_kernel if skip else "") or e.kernel
-            state = "skipped" if (skip is not None or root != e.kernel) else "failed"
-            detail = (f"skipped: input carried the failure of `{root}`" if state == "skipped"
-                      else "launch failed")
-            for h in e.handle_ids:
-                self._set(h, state, e, e.kernel, e.launch_seq, detail, root, _error_text(e.error))
-        elif isinstance(e, ev.LaunchFailed):
-            for h in e.buffers:
-                self._set(h, "failed", e, e.kernel, e.launch_seq, "launch failed", e.kernel,
-                          _error_text(e.error))
-        elif isinstance(e, ev.MemoryReleased):
-            # the buffer is gone (its failure record went with it): so is its row
-            self._buffers.pop(e.handle_id, None)
-        elif isinstance(e, ev.OobReported):
-            if len(self._oob) < self.max_oob:
-                self._oob.append(e)
+                continue
+            b.state, b.kernel = "clean", e.kernel
+            last = b.history[-1] if b.history else None
+            if last is not None and last.state == "clean" and last.kernel == e.kernel:
+                last.count += 1
+                last.t, last.launch_seq = e.t, e.launch_seq
+                last.detail = f"written by {last.count} successful launches"
+            else:
+                self._set(h, "clean", e, e.kernel, e.launch_seq, "written by a successful launch")
+
+    @on(ev.BufferRepaired)
+    def _repaired(self, e: ev.BufferRepaired) -> None:
+        for h in e.handle_ids:
+            b = self._buf(h)
+            if b.state == "repaired" and b.history and b.history[-1].launch_seq == e.launch_seq:
+                continue  # BufferReleased of the same launch already said so
+            self._set(h, "repaired", e, e.kernel, e.launch_seq, "rewritten successfully")
+
+    @on(ev.LaunchSkipped)
+    def _skipped(self, e: ev.LaunchSkipped) -> None:
+        if e.why != "dry-run":
+            self._skips[e.launch_seq] = e
+            if len(self._skips) > 1000:
+                self._skips.pop(next(iter(self._skips)))
+
+    @on(ev.BufferFailed)
+    def _buffer_failed(self, e: ev.BufferFailed) -> None:
+        skip = self._skips.get(e.launch_seq)
+        root = e.root_kernel or (skip.root_kernel if skip else "") or e.kernel
+        state = "skipped" if (skip is not None or root != e.kernel) else "failed"
+        detail = (f"skipped: input carried the failure of `{root}`" if state == "skipped"
+                  else "launch failed")
+        for h in e.handle_ids:
+            self._set(h, state, e, e.kernel, e.launch_seq, detail, root, _error_text(e.error))
+
+    @on(ev.LaunchFailed)
+    def _launch_failed(self, e: ev.LaunchFailed) -> None:
+        for h in e.buffers:
+            self._set(h, "failed", e, e.kernel, e.launch_seq, "launch failed", e.kernel,
+                      _error_text(e.error))
+
+    @on(ev.MemoryReleased)
+    def _gone(self, e: ev.MemoryReleased) -> None:
+        # the buffer is gone (its failure record went with it): so is its row
+        self._buffers.pop(e.handle_id, None)
+
+    @on(ev.OobReported)
+    def _oob_reported(self, e: ev.OobReported) -> None:
+        if len(self._oob) < self.max_oob:
+            self._oob.append(e)
 
     def _reset(self) -> None:
         self._buffers.clear()
@@ -471,40 +520,70 @@ class LaunchLog(Ledger):
                 self._records.popitem(last=False)
         return r
 
-    def _record(self, e: ev.Event) -> None:
-        if isinstance(e, ev.LaunchGated):
-            self._gated += 1  # a gated launch never got a sequence number
-            r = self._rec(-self._gated, e.kernel)
-            r.gated, r.calling_thread, r.issued_t = e.why, e.thread, e.t
-            return
+    @on(ev.LaunchGated)
+    def _gated_by(self, e: ev.LaunchGated) -> None:
+        self._gated += 1  # a gated launch never got a sequence number
+        r = self._rec(-self._gated, e.kernel)
+        r.gated, r.calling_thread, r.issued_t = e.why, e.thread, e.t
+
+    def _of(self, e: Any) -> LaunchRecord | None:
+        """The record of `e`'s launch (None for an event of no launch)."""
         seq = getattr(e, "launch_seq", 0)
-        if not seq:
-            return
-        r = self._rec(seq, getattr(e, "kernel", ""))
-        if isinstance(e, ev.LaunchIssued):
+        return self._rec(seq, getattr(e, "kernel", "")) if seq else None
+
+    @on(ev.LaunchIssued)
+    def _issued(self, e: ev.LaunchIssued) -> None:
+        if (r := self._of(e)) is not None:
             r.kernel_id, r.cube_count = e.kernel_id, e.cube_count
             r.calling_thread, r.issued_t = e.thread, e.t
             stream, mode = getattr(e, "stream", None), getattr(e, "mode", None)
             r.stream = "" if stream is None else str(stream)
             r.mode = "" if mode is None else str(getattr(mode, "value", mode))
-        elif isinstance(e, ev.CompileStarted):
+
+    @on(ev.CompileStarted)
+    def _compiling(self, e: ev.CompileStarted) -> None:
+        if (r := self._of(e)) is not None:
             r.cache, r.device_thread = "compile", e.thread
-        elif isinstance(e, ev.CompileFinished):
+
+    @on(ev.CompileFinished)
+    def _compiled(self, e: ev.CompileFinished) -> None:
+        if (r := self._of(e)) is not None:
             r.cache = "compile"
             r.compile_s = e.expand_s + e.passes_s + e.codegen_s + e.driver_s
-        elif isinstance(e, ev.CompileFailed):
+
+    @on(ev.CompileFailed)
+    def _compile_failed(self, e: ev.CompileFailed) -> None:
+        if (r := self._of(e)) is not None:
             r.cache = "compile-failed"
-        elif isinstance(e, ev.CacheHit):
+
+    @on(ev.CacheHit)
+    def _hit(self, e: ev.CacheHit) -> None:
+        if (r := self._of(e)) is not None:
             r.cache, r.device_thread = "hit", e.thread
-        elif isinstance(e, ev.LaunchSkipped):
+
+    @on(ev.LaunchSkipped)
+    def _skipped(self, e: ev.LaunchSkipped) -> None:
+        if (r := self._of(e)) is not None:
             r.skipped = e.why + (f": input failed in `{e.root_kernel}`" if e.root_kernel else "")
-        elif isinstance(e, ev.BufferClaimed):
+
+    @on(ev.BufferClaimed)
+    def _claimed(self, e: ev.BufferClaimed) -> None:
+        if (r := self._of(e)) is not None:
             r.claimed = e.handle_ids
-        elif isinstance(e, ev.LaunchDispatched):
+
+    @on(ev.LaunchDispatched)
+    def _dispatched(self, e: ev.LaunchDispatched) -> None:
+        if (r := self._of(e)) is not None:
             r.dispatched_t, r.device_thread = e.t, e.thread
-        elif isinstance(e, ev.LaunchFailed):
+
+    @on(ev.LaunchFailed)
+    def _launch_failed(self, e: ev.LaunchFailed) -> None:
+        if (r := self._of(e)) is not None:
             r.failed = _error_text(e.error)
-        elif isinstance(e, ev.ProfileSample):
+
+    @on(ev.ProfileSample)
+    def _profiled(self, e: ev.ProfileSample) -> None:
+        if (r := self._of(e)) is not None:
             r.profile_s = e.duration_s
 
     def _reset(self) -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cubelab.errors import api_boundary
-from cubelab.inspect.live import Ledger
+from cubelab.inspect.live import Ledger, on
 from cubelab.inspect.views import View
 from cubelab.runtime import events as ev
 from cubelab.runtime.memory_pool import MemoryUsage
@@ -195,41 +195,50 @@ class MemoryMap(Ledger):
                     self._where[hid] = (p.id, off)
             self.version += 1
 
-    def _record(self, e: ev.Event) -> None:
+    @on(ev.MemoryAllocated)
+    def _allocated(self, e: ev.MemoryAllocated) -> None:
         c = self._counts
-        if isinstance(e, ev.MemoryAllocated):
-            c["allocated"] += 1
-            c["reused"] += e.reused
-            page = self._pages.get(e.page)
-            if page is None:
-                page = self._pages[e.page] = [e.pool, e.reserved, {}]
-            page[2][e.offset] = [e.reserved, e.handle_id, e.size, False]
-            self._where[e.handle_id] = (e.page, e.offset)
-        elif isinstance(e, ev.MemoryReleased):
-            c["released"] += 1
-            c["deferred"] += e.deferred
-            where = self._where.pop(e.handle_id, None)
-            if where is not None:
-                page = self._pages.get(where[0])
-                if page is not None:
-                    s = page[2].get(where[1])
-                    if s is not None and s[1] == e.handle_id:
-                        del page[2][where[1]]
-        elif isinstance(e, ev.MemoryReleaseDeferred):
-            where = self._where.get(e.handle_id)
-            if where is not None and where[0] in self._pages:
-                s = self._pages[where[0]][2].get(where[1])
+        c["allocated"] += 1
+        c["reused"] += e.reused
+        page = self._pages.get(e.page)
+        if page is None:
+            page = self._pages[e.page] = [e.pool, e.reserved, {}]
+        page[2][e.offset] = [e.reserved, e.handle_id, e.size, False]
+        self._where[e.handle_id] = (e.page, e.offset)
+
+    @on(ev.MemoryReleased)
+    def _released(self, e: ev.MemoryReleased) -> None:
+        c = self._counts
+        c["released"] += 1
+        c["deferred"] += e.deferred
+        where = self._where.pop(e.handle_id, None)
+        if where is not None:
+            page = self._pages.get(where[0])
+            if page is not None:
+                s = page[2].get(where[1])
                 if s is not None and s[1] == e.handle_id:
-                    s[3] = True
-        elif isinstance(e, ev.PageAllocated):
-            c["pages_created"] += 1
-            page = self._pages.setdefault(e.page, [e.pool, e.size, {}])
-            page[0], page[1] = e.pool, e.size
-        elif isinstance(e, ev.MemoryCleanedUp):
-            c["cleanups"] += 1
-            c["pages_freed"] += len(e.pages)
-            for pid in e.pages:
-                self._pages.pop(pid, None)
+                    del page[2][where[1]]
+
+    @on(ev.MemoryReleaseDeferred)
+    def _deferred(self, e: ev.MemoryReleaseDeferred) -> None:
+        where = self._where.get(e.handle_id)
+        if where is not None and where[0] in self._pages:
+            s = self._pages[where[0]][2].get(where[1])
+            if s is not None and s[1] == e.handle_id:
+                s[3] = True
+
+    @on(ev.PageAllocated)
+    def _page(self, e: ev.PageAllocated) -> None:
+        self._counts["pages_created"] += 1
+        page = self._pages.setdefault(e.page, [e.pool, e.size, {}])
+        page[0], page[1] = e.pool, e.size
+
+    @on(ev.MemoryCleanedUp)
+    def _cleaned(self, e: ev.MemoryCleanedUp) -> None:
+        self._counts["cleanups"] += 1
+        self._counts["pages_freed"] += len(e.pages)
+        for pid in e.pages:
+            self._pages.pop(pid, None)
 
     def _reset(self) -> None:
         for k in self._counts:

@@ -9,17 +9,21 @@ source, IR and generated lines. `inspect/__init__.py` re-exports every name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 from cubelab.compiler import TARGETS, CompiledSource, Target
-from cubelab.compiler.pipeline import Compilation, CompilationOptions, compile_definition
+from cubelab.compiler.targets import default_target
+from cubelab.compiler.options import CompilationOptions
+from cubelab.compiler.pipeline import Compilation, compile_definition
 from cubelab.errors import api_boundary
 from cubelab.frontend.kernel import KernelInstance
 from cubelab.inspect.lines import Correspondence, correspondence as _correspondence
-from cubelab.ir.passes import DEFAULT_CHECKED_IO, CheckedIoRule, PassRecord
+from cubelab.ir.core import Loc
+from cubelab.ir.passes import CheckedIoRule, PassRecord
 from cubelab.runtime.kernel_id import KernelId
 
-__all__ = ["Compiled", "compiled", "ir", "passes", "wgsl", "msl", "correspondence"]
+__all__ = ["Compiled", "compiled", "ir", "passes", "source_of", "wgsl", "msl", "correspondence",
+           "options_for"]
 
 
 @dataclass
@@ -32,7 +36,9 @@ class Compiled:
     # registry's order; a target that failed is in `failures` (a launch shows it as a comment)
     sources: dict[str, CompiledSource]
     failures: dict[str, BaseException] = field(default_factory=dict)
+    ir_lines: dict[int, Loc] = field(default_factory=dict)  # IR text line -> kernel location
 
+    # Named conveniences for the two targets the seed shows; views iterate `sources`.
     @property
     def wgsl(self) -> CompiledSource:
         return self.sources["wgsl"]
@@ -46,47 +52,84 @@ class Compiled:
         return self.msl_compiled.source if self.msl_compiled is not None else None
 
 
+def options_for(client: Any = None, checked_io: CheckedIoRule | None = None,
+                options: CompilationOptions | None = None) -> CompilationOptions:
+    """What a preview compiles with: `options`, else the client's (what its launches compile
+    with), else the defaults — with `checked_io` over it when given."""
+    base = options or (client.compilation_options() if client is not None
+                       else CompilationOptions())
+    return base if checked_io is None else base.replace(checked_io=checked_io)
+
+
 @api_boundary
-def compiled(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> Compiled:
+def compiled(k: KernelInstance, checked_io: CheckedIoRule | None = None, *, client: Any = None,
+             options: CompilationOptions | None = None) -> Compiled:
     """Define, then the server's own pipeline (`compiler/pipeline.py`: the same pass selection,
-    the same targets) — without a device. The WGSL is what a launch runs; MSL is None when that
-    target cannot express the kernel (a launch then shows a comment saying why)."""
-    c = _pipeline(k, checked_io, run=TARGETS["wgsl"],
-                  show=[t for name, t in TARGETS.items() if name != "wgsl"])
+    the same targets) — without a device. With `client`, under that client's compilation
+    options (`client.compilation_options()`: its CheckedIo rule, loop budget and extra passes),
+    so the preview is byte for byte what its launch compiles; `checked_io` overrides the rule.
+    The WGSL is what a launch runs; a shown target that cannot express the kernel is in
+    `failures` (a launch then shows a comment saying why)."""
+    run = _run_target(client)
+    c = _pipeline(k, options_for(client, checked_io, options), run=run,
+                  show=[t for name, t in TARGETS.items() if name != run.name])
     sources = {name: c.sources[name] for name in TARGETS if name in c.sources}
-    return Compiled(k.id(), c.expanded_ir, c.passes, c.ir, sources, c.failures)
+    ir, ir_lines = c.ir_mapped()
+    return Compiled(k.id(), c.expanded_ir, c.passes, ir, sources, c.failures, ir_lines)
 
 
-def _pipeline(k: KernelInstance, checked_io: CheckedIoRule, run: Target,
+def _run_target(client: Any) -> Target:
+    """The target whose failure is the preview's: the one the client's server runs, when it is
+    a registered target, else the default runnable one."""
+    server = getattr(getattr(client, "device", None), "server", None)
+    name = getattr(getattr(server, "target", None), "name", None)
+    return TARGETS[name] if name in TARGETS else default_target()
+
+
+def _pipeline(k: KernelInstance, options: CompilationOptions, run: Target,
               show: Sequence[Target] = ()) -> Compilation:
-    return compile_definition(k.define(), k.mode, CompilationOptions(checked_io), run=run,
-                              show=show)
+    return compile_definition(k.define(), k.mode, options, run=run, show=show)
 
 
 @api_boundary
-def ir(k: KernelInstance, after_passes: bool = False,
-       checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> str:
-    c = compiled(k, checked_io)
+def ir(k: KernelInstance, after_passes: bool = False, checked_io: CheckedIoRule | None = None,
+       *, client: Any = None) -> str:
+    c = compiled(k, checked_io, client=client)
     return c.ir if after_passes else c.expanded_ir
 
 
 @api_boundary
-def passes(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> list[PassRecord]:
-    return compiled(k, checked_io).passes
+def passes(k: KernelInstance, checked_io: CheckedIoRule | None = None, *,
+           client: Any = None) -> list[PassRecord]:
+    """Each pass's name and the IR before and after it: the built-in ones, then the client's
+    extra passes (`client.set_compilation_options(extra_passes=[...])`)."""
+    return compiled(k, checked_io, client=client).passes
 
 
 @api_boundary
-def wgsl(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> str:
-    return compiled(k, checked_io).wgsl.source
+def source_of(k: KernelInstance, target: str, checked_io: CheckedIoRule | None = None, *,
+              client: Any = None) -> str:
+    """The generated source of `k` for `target` (any name of `compiler.targets.TARGETS`)."""
+    if target not in TARGETS:
+        raise ValueError(f"no target {target!r}; the targets are {', '.join(TARGETS)}")
+    c = _pipeline(k, options_for(client, checked_io), run=TARGETS[target])
+    return c.sources[target].source
 
 
 @api_boundary
-def msl(k: KernelInstance, checked_io: CheckedIoRule = DEFAULT_CHECKED_IO) -> str:
+def wgsl(k: KernelInstance, checked_io: CheckedIoRule | None = None, *,
+         client: Any = None) -> str:
+    return compiled(k, checked_io, client=client).wgsl.source
+
+
+@api_boundary
+def msl(k: KernelInstance, checked_io: CheckedIoRule | None = None, *,
+        client: Any = None) -> str:
     """The generated MSL, in seed 000's shape: shown beside the WGSL, never run here."""
-    return _pipeline(k, checked_io, run=TARGETS["msl"]).sources["msl"].source
+    return source_of(k, "msl", checked_io, client=client)
 
 
 @api_boundary
 def correspondence(c: Compiled, file: str | None = None) -> Correspondence:
-    """Kernel source line ↔ IR (after passes) ↔ WGSL lines, for one compiled kernel."""
-    return _correspondence(c.ir, {"wgsl": c.wgsl, "msl": c.msl_compiled}, file)
+    """Kernel source line ↔ IR (after passes) ↔ every target's lines, for one compiled kernel."""
+    return _correspondence(c.ir_lines, c.sources, file)

@@ -8,6 +8,7 @@ inside these calls.
 from __future__ import annotations
 
 import difflib
+import functools
 import sys
 from typing import Any
 
@@ -101,48 +102,91 @@ def launches_view(records: Any) -> View:
 
 @api_boundary
 def view(x: Any) -> View:
-    """The renderable for `x` (a kernel, a Kernel instance, a KernelId, passes, a ledger, ...)."""
-    if isinstance(x, View):
-        return x
-    if isinstance(x, CubeFunction):
-        return SectionsView([
-            CodeView(x.source, "python", title=f"Source — {x.file}:{x.first_line}",
-                     first_line=x.first_line),
-            CodeView(expanded(x), "python", title="Expanded (the generated expand function)"),
-        ], title=f"@cube {x.__name__}")
-    if isinstance(x, KernelInstance):
-        return view(compiled(x))
-    if isinstance(x, Compiled):
-        sections: list[View] = [
-            CodeView(x.expanded_ir, "ir", title="IR (as expanded)"),
-            passes_view(x.passes),
-            CodeView(x.wgsl.source, "wgsl", title=f"WGSL — {x.wgsl.entry}"),
-        ]
-        if x.msl is not None:
-            sections.append(CodeView(x.msl, "msl", title="MSL"))
-        return SectionsView(sections, title=f"{x.kernel_id.short()}", collapsible=True)
-    if isinstance(x, KernelId):
-        return kernel_id_view(x)
-    if isinstance(x, PassRecord):
-        return passes_view([x])
-    if isinstance(x, list) and x and all(isinstance(r, PassRecord) for r in x):
+    """The renderable for `x` (a kernel, a Kernel instance, a KernelId, passes, a ledger, ...):
+    one renderer per type (`_view.register`), the most specific type's."""
+    return _view(x)
+
+
+@functools.singledispatch
+def _view(x: Any) -> View:
+    return CodeView(repr(x), "text")
+
+
+@_view.register(View)
+def _(x: View) -> View:
+    return x
+
+
+@_view.register(CubeFunction)
+def _(x: CubeFunction) -> View:
+    return SectionsView([
+        CodeView(x.source, "python", title=f"Source — {x.file}:{x.first_line}",
+                 first_line=x.first_line),
+        CodeView(expanded(x), "python", title="Expanded (the generated expand function)"),
+    ], title=f"@cube {x.__name__}")
+
+
+@_view.register(KernelInstance)
+def _(x: KernelInstance) -> View:
+    return _view(compiled(x))
+
+
+@_view.register(Compiled)
+def _(x: Compiled) -> View:
+    sections: list[View] = [CodeView(x.expanded_ir, "ir", title="IR (as expanded)"),
+                            passes_view(x.passes)]
+    # one section per target of the registry, in its order (compiler/targets.py)
+    sections += [CodeView(src.source, name, title=f"{name.upper()} — {src.entry}")
+                 for name, src in x.sources.items()]
+    return SectionsView(sections, title=f"{x.kernel_id.short()}", collapsible=True)
+
+
+@_view.register(KernelId)
+def _(x: KernelId) -> View:
+    return kernel_id_view(x)
+
+
+@_view.register(PassRecord)
+def _(x: PassRecord) -> View:
+    return passes_view([x])
+
+
+@_view.register(list)
+@_view.register(tuple)
+def _(x: list[Any] | tuple[Any, ...]) -> View:
+    if x and all(isinstance(r, PassRecord) for r in x):
         return passes_view(x)
-    if isinstance(x, (list, tuple)) and all(isinstance(s, str) for s in x):
+    if all(isinstance(s, str) for s in x):  # an empty one too: `diff` of two equal ids
         return NoteView(list(x) or ["identical"], title="Why a new KernelId")
-    if isinstance(x, live.CacheSnapshot):
-        return cache_view(x)
-    if isinstance(x, live.BuffersSnapshot):
-        return buffers_view(x)
     if isinstance(x, tuple) and all(isinstance(r, live.LaunchRecord) for r in x):
         return launches_view(x)
-    if isinstance(x, Trace):
-        return CodeView(x.table(), "text", title=f"trace of `{x.kernel}`, unit {x.unit} "
-                                                 f"(step {x.position + 1} of {len(x)})")
-    if isinstance(x, live.Ledger):
-        return view(x.snapshot())  # type: ignore[attr-defined]
-    if isinstance(x, str):
-        return CodeView(x, "text")
     return CodeView(repr(x), "text")
+
+
+@_view.register(live.CacheSnapshot)
+def _(x: live.CacheSnapshot) -> View:
+    return cache_view(x)
+
+
+@_view.register(live.BuffersSnapshot)
+def _(x: live.BuffersSnapshot) -> View:
+    return buffers_view(x)
+
+
+@_view.register(Trace)
+def _(x: Trace) -> View:
+    return CodeView(x.table(), "text", title=f"trace of `{x.kernel}`, unit {x.unit} "
+                                             f"(step {x.position + 1} of {len(x)})")
+
+
+@_view.register(live.Ledger)
+def _(x: live.Ledger) -> View:
+    return _view(x.snapshot())  # type: ignore[attr-defined]
+
+
+@_view.register(str)
+def _(x: str) -> View:
+    return CodeView(x, "text")
 
 
 def _in_kernel() -> bool:

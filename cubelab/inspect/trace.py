@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import warnings
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from cubelab.errors import BufferFailure, CubeError, FailedTraceWarning, api_boundary
@@ -216,21 +216,21 @@ def run_recorded(client: Any, launcher: Any, cube_count: Any, cube_dim: Any,
 
 @contextmanager
 def same_options(source: Any, cpu: Any) -> Iterator[None]:
-    """Compile on `cpu` with `source`'s compilation options (the CheckedIo rule) while the
-    block runs: a re-run launch must do what it did where it was issued."""
+    """Compile on `cpu` with `source`'s compilation options (the CheckedIo rule, the loop
+    budget, extra passes) while the block runs: a re-run launch must do what it did where it
+    was issued."""
     if source is cpu:
         yield
         return
-    want = asdict(source.device.server.options)
-    had = asdict(cpu.device.server.options)
+    want, had = source.compilation_options(), cpu.compilation_options()
     if want == had:
         yield
         return
-    cpu.set_compilation_options(**want)
+    cpu.set_compilation_options(**want.as_dict())
     try:
         yield
     finally:
-        cpu.set_compilation_options(**had)
+        cpu.set_compilation_options(**had.as_dict())
 
 
 def _copy_to_cpu(client: Any, args: tuple[Any, ...]) -> tuple[Any, tuple[Any, ...]]:

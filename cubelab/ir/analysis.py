@@ -12,6 +12,8 @@ Contract:
   which does it write", per binding: the runtime's write set (seed 001's failure model:
   `runtime/buffer_io.py`), MSL's `const` pointers and the CPU runtime's copy-or-view choices all
   read it.
+- `PURE` / `is_pure(op)`: which ops only compute values (may be speculated or dropped) — the
+  frontend's short-circuit rewrite and the CPU runtime's liveness both ask here;
 - `all_ops(kernel)` is every op in program order (nested ones too); `max_value_id(kernel)` is the
   largest SSA id in use, so passes and targets that mint names continue after it.
 
@@ -58,6 +60,22 @@ EFFECTS: dict[str, Effect] = {
     "atomic.rmw": Effect.READ_WRITE,
     "atomic.cas": Effect.READ_WRITE,
 }
+
+
+# Ops that compute their results from their operands alone: no memory read or written, no
+# barrier, no collective (plane) op, no region, no print. Such an op may be evaluated where the
+# program would not (the frontend evaluates the right side of `a and b` when it is made only of
+# these) and dropped where nothing uses its result (the CPU runtime's liveness). `memory.index`
+# is one: it computes an address, and only a load or store through it touches memory — so
+# `i < n and x[i] > 0` is still never speculated (its load is not pure).
+PURE: frozenset[str] = frozenset(
+    name for name in OPS if name.split(".")[0] in ("arith", "math", "vector", "builtin", "info",
+                                                   "tensor")) | {"buffer.len", "memory.index"}
+
+
+def is_pure(op: Op) -> bool:
+    """Whether `op` only computes its results (see `PURE`): the one purity rule."""
+    return op.name in PURE
 
 
 class UnknownOpError(Exception):

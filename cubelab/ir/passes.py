@@ -16,7 +16,7 @@ of the IR text after every pass for the inspector's "Passes" view.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from cubelab.ir.analysis import max_value_id
 from cubelab.ir.core import Block, KernelDefinition, Op, Value
@@ -32,10 +32,19 @@ CheckedIoRule = Literal["fixed", "cubecl-0.11.3"]
 DEFAULT_CHECKED_IO: CheckedIoRule = "cubecl-0.11.3"
 
 
+@runtime_checkable
 class Pass(Protocol):
+    """A compilation pass: `run` takes a `KernelDefinition` after `define()` (and the passes
+    before it) and returns the definition the next pass — and then every target — reads: the
+    same object changed in place, or a new one. `name` is what `inspect.passes` and the
+    inspector's Passes tab call it. The built-in passes (`CheckedIo`, `LoopGuard`) have this
+    shape, and so does a student's pass given to `client.set_compilation_options(
+    extra_passes=[...])` (re-exported as `cubelab.compiler.Pass`; the IR a pass touches is
+    documented in `docs/architecture.md`, "How to add a pass")."""
+
     name: str
 
-    def run(self, kernel: KernelDefinition) -> None: ...
+    def run(self, definition: KernelDefinition) -> KernelDefinition: ...
 
 
 class _Ids:
@@ -68,7 +77,7 @@ class CheckedIo:
     # whether the last run rewrote anything (the manager then skips printing its "after")
     changed: bool = True
 
-    def run(self, kernel: KernelDefinition) -> None:
+    def run(self, kernel: KernelDefinition) -> KernelDefinition:
         ids = _Ids(kernel)
         nonempty: dict[int, Value] = {}
         before = self.rewritten
@@ -78,6 +87,7 @@ class CheckedIo:
             declared: list[Op] = []
             self._guard_accesses(kernel.body, ids, nonempty, declared)
             kernel.body.ops[0:0] = declared
+        return kernel
 
     def _block(self, block: Block, ids: _Ids, nonempty: dict[int, Value]) -> None:
         out: list[Op] = []
@@ -165,13 +175,14 @@ class LoopGuard:
 
     changed: bool = True  # whether the last run marked a loop (see CheckedIo.changed)
 
-    def run(self, kernel: KernelDefinition) -> None:
+    def run(self, kernel: KernelDefinition) -> KernelDefinition:
         loops = [op for op in kernel.walk() if op.name in ("scf.for", "scf.while")]
         for i, op in enumerate(loops):
             op.attrs = {**op.attrs, "guard": i}
         kernel.guarded_loops = loops
         kernel.loop_budget = self.budget if loops else None
         self.changed = bool(loops)
+        return kernel
 
 
 def loop_guard_message(kernel: KernelDefinition, guard: int, driver: bool, budget: int | None,
@@ -213,24 +224,68 @@ class PassRecord:
 
 @dataclass
 class PassManager:
-    passes: list[Pass] = field(default_factory=list)
+    """Runs passes in order, recording each one's before/after IR for the inspector. Passes
+    from index `checked_from` on are *extra* (a student's): each is run under guard — an
+    exception, a result that is not a definition, or IR the verifier (`ir/verify.py`) refuses
+    becomes a `PassError` naming the pass — so a broken pass is reported as that, never as a
+    crash in a target's code generation."""
 
-    def run(self, kernel: KernelDefinition, record: bool = False,
-            before: str | None = None) -> list[PassRecord]:
-        """Run the passes in order; with `record`, each one's IR text before and after it.
-        `before`: the kernel's text as it comes in, when the caller printed it already. A
-        pass's "after" is the next one's "before", so n passes print n + 1 times, not 2n
-        (printing is most of what recording costs on a big unrolled kernel)."""
+    passes: list[Pass] = field(default_factory=list)
+    checked_from: int | None = None
+
+    def apply(self, kernel: KernelDefinition, record: bool = False,
+              before: str | None = None) -> tuple[KernelDefinition, list[PassRecord]]:
+        """Run the passes in order: the definition after the last one (a pass may return a new
+        one) and, with `record`, each one's IR text before and after it. `before`: the
+        kernel's text as it comes in, when the caller printed it already. A pass's "after" is
+        the next one's "before", so n passes print n + 1 times, not 2n (printing is most of
+        what recording costs on a big unrolled kernel)."""
         records: list[PassRecord] = []
         text = before
-        for p in self.passes:
+        for i, p in enumerate(self.passes):
             if record and text is None:
                 text = print_kernel(kernel)
-            p.run(kernel)
+            if self.checked_from is not None and i >= self.checked_from:
+                kernel = _run_checked(p, kernel)
+            else:
+                kernel = p.run(kernel)
             if record:
                 assert text is not None
                 # a built-in pass says when it changed nothing: its "after" is its "before"
-                after = text if getattr(p, "changed", True) is False else print_kernel(kernel)
+                # (an extra pass is never taken at its word: its "after" is printed)
+                built_in = self.checked_from is None or i < self.checked_from
+                unchanged = built_in and getattr(p, "changed", True) is False
+                after = text if unchanged else print_kernel(kernel)
                 records.append(PassRecord(p.name, text, after, text != after))
                 text = after
-        return records
+        return kernel, records
+
+    def run(self, kernel: KernelDefinition, record: bool = False,
+            before: str | None = None) -> list[PassRecord]:
+        """`apply` for passes that change `kernel` in place (the built-in ones): the records."""
+        return self.apply(kernel, record, before)[1]
+
+
+def _run_checked(p: Pass, kernel: KernelDefinition) -> KernelDefinition:
+    from cubelab.errors import PassError
+    from cubelab.ir.verify import verify
+
+    name = getattr(p, "name", type(p).__name__)
+    try:
+        out = p.run(kernel)
+    except Exception as exc:  # noqa: BLE001 - a student's pass: say whose error it is
+        raise PassError(f"pass `{name}` raised {type(exc).__name__}: {exc} (while compiling "
+                        f"kernel `{kernel.name}`)") from exc
+    if not isinstance(out, KernelDefinition):
+        raise PassError(f"pass `{name}` returned {type(out).__name__} instead of the kernel "
+                        "definition: a pass's `run(definition)` returns the definition (the "
+                        "same one, changed, or a new one)")
+    problems = verify(out)
+    if problems:
+        shown = "\n".join(f"  - {p}" for p in problems[:8])
+        more = f"\n  ... and {len(problems) - 8} more" if len(problems) > 8 else ""
+        raise PassError(f"pass `{name}` left kernel `{out.name}` with IR that is not "
+                        f"well formed:\n{shown}{more}\n  hint: `cubelab.inspect.passes(...)` "
+                        "shows the IR before it; every operand must be defined above its use "
+                        "and types must agree (ir/verify.py)")
+    return out

@@ -47,6 +47,7 @@ from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.streams import current_stream
 
 if TYPE_CHECKING:
+    from cubelab.compiler.options import CompilationOptions
     from cubelab.runtime.device import Device
     from cubelab.runtime.memory_pool import MemoryUsage
     from cubelab.runtime.properties import DeviceProperties
@@ -254,11 +255,21 @@ class Client:
         the buffers it did not write (`read`, `check`, `sync_buffers` report those)."""
         self._runner.call(self._server.device_sync, self.stream_id())
 
+    @api_boundary
     def set_compilation_options(self, **options: Any) -> None:
-        """Change compiler settings (e.g. `loop_budget=N` for the checked launches' loop guard,
-        or `checked_io="fixed"`, the clamping rule, instead of the
-        seed's default "cubecl-0.11.3"); clears the cache."""
-        self._runner.call(lambda: self._server.set_options(**options))
+        """Change compiler settings: `checked_io="fixed"` (the clamping rule, instead of the
+        seed's default "cubecl-0.11.3"), `loop_budget=N` (or None) for the checked launches'
+        loop guard, `extra_passes=[MyPass(), ...]` (passes run after the built-in ones,
+        `cubelab.compiler.Pass`). Each is checked here, at once: an unknown name or a value
+        outside an option's allowed set is a ValueError naming the allowed values, and nothing
+        changes. Clears the pipeline cache when anything changed (`compiler/options.py`)."""
+        new = self.compilation_options().replace(**options)
+        self._runner.call(self._server.set_options, new)
+
+    def compilation_options(self) -> "CompilationOptions":
+        """The options this client's launches compile with (frozen: change them through
+        `set_compilation_options`). Every inspect view of this client's launches uses them."""
+        return self._server.options  # type: ignore[no-any-return]
 
     def clear_cache(self) -> None:
         """Forget every compiled pipeline (the next launch of each KernelId compiles again)."""

@@ -6,7 +6,7 @@ For every compile it prints
     name: <module>::saxpy::Saxpy<f32>
     id: KernelId { ... }          (Rust-Debug layout, as in the seed)
     source:
-    <generated WGSL, or MSL with CUBELAB_DEBUG_TARGET=msl>
+    <generated WGSL, or any target's with CUBELAB_DEBUG_TARGET=<name> (msl, cuda, ...)>
     [END_KERNEL_COMPILATION]
 
 and for every launch a profile line `| 12.334µs   | Saxpy | f32_daf77f4d`. As in CubeCL, turning
@@ -21,6 +21,7 @@ import sys
 import threading
 from typing import TextIO
 
+from cubelab.compiler.targets import TARGETS
 from cubelab.runtime import events as ev
 
 
@@ -34,7 +35,13 @@ def format_duration(seconds: float) -> str:
 
 
 class DebugLog:
-    def __init__(self, dest: str, target: str = "wgsl") -> None:
+    def __init__(self, dest: str, target: str | None = None) -> None:
+        """`target`: whose source the log prints — None, the target that runs the kernel (WGSL
+        on wgpu, the IR on the CPU runtime), or any name of `compiler.targets.TARGETS` (the
+        running target's source when that one was not rendered)."""
+        if target is not None and target not in TARGETS:
+            raise ValueError(f"the debug log prints a target's source; {target!r} is no target "
+                             f"(the targets are {', '.join(TARGETS)})")
         self.dest = dest
         self.target = target
         self._lock = threading.Lock()
@@ -45,7 +52,11 @@ class DebugLog:
         dest = os.environ.get("CUBELAB_DEBUG_LOG", "").strip()
         if not dest or dest.lower() in ("0", "off", "false", "none"):
             return None
-        return DebugLog(dest, os.environ.get("CUBELAB_DEBUG_TARGET", "wgsl").strip().lower())
+        target = os.environ.get("CUBELAB_DEBUG_TARGET", "").strip().lower() or None
+        try:
+            return DebugLog(dest, target)
+        except ValueError as exc:
+            raise ValueError(f"CUBELAB_DEBUG_TARGET: {exc}") from None
 
     def _write(self, text: str) -> None:
         with self._lock:
@@ -63,7 +74,8 @@ class DebugLog:
     def __call__(self, event: ev.Event) -> None:
         if isinstance(event, ev.CompileFinished):
             source, lang = event.source, event.target  # the CPU runtime's source is its IR
-            if self.target != event.target and self.target in event.extra_sources:
+            if self.target is not None and self.target != event.target and \
+                    self.target in event.extra_sources:
                 source, lang = event.extra_sources[self.target], self.target
             self._write(
                 "[START_KERNEL_COMPILATION]\n"

@@ -75,9 +75,10 @@ class Device:
         self.runner.gather_runs(self.server.launch, self.server.launch_run)
         self._client: Any = None
 
-    def set_debug_log(self, dest: str | None, target: str = "wgsl") -> None:
+    def set_debug_log(self, dest: str | None, target: str | None = None) -> None:
         """Turn the debug log on (`dest`: "stdout", "stderr" or a file path) or off (None) at
-        run time — `%cubelab log on|off|msl` uses it. As with CUBELAB_DEBUG_LOG, every launch is
+        run time, printing `target`'s source (a name of `compiler.targets.TARGETS`) —
+        `%cubelab log on|off|<target>` uses it. As with CUBELAB_DEBUG_LOG, every launch is
         blocking and timed while it is on."""
         if self._debug_unsub is not None:
             self._debug_unsub()

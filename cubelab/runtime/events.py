@@ -79,6 +79,11 @@ class CompileFinished(Event):
     driver_s: float
     launch_seq: int
     extra_sources: dict[str, str] = field(default_factory=dict)
+    # the other half of the pipeline cache's key (`compiler/options.py` options_key): the
+    # CheckedIo rule, the loop budget and every extra pass this pipeline was compiled with
+    options_key: str = ""
+    # `ir`'s line map (printed line -> the kernel location of its op): the line correspondence
+    ir_lines: dict[int, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True, eq=False)

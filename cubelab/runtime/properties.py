@@ -7,6 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+# WebGPU's default maxComputeWorkgroupStorageSize: bytes of shared memory a cube may declare
+# where the device says nothing else (the frontend refuses one larger declaration at once, with a
+# caret; the compile pipeline checks a kernel's total against the device's own limit).
+DEFAULT_MAX_SHARED_MEMORY = 16384
+
+
 @dataclass(frozen=True)
 class DeviceProperties:
     adapter: str = "?"
@@ -16,7 +22,7 @@ class DeviceProperties:
     max_units_per_cube: int = 256
     max_cube_dim: tuple[int, int, int] = (256, 256, 64)
     max_cubes_per_dim: int = 65535
-    max_shared_memory: int = 16384
+    max_shared_memory: int = DEFAULT_MAX_SHARED_MEMORY
     max_storage_buffers: int = 8
     # offsets and sizes of pooled slices are multiples of this (on wgpu the adapter's
     # min_storage_buffer_offset_alignment, since a slice is bound at its offset; 256 is

@@ -59,12 +59,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cubelab.compiler.base import CompiledSource
-from cubelab.compiler.pipeline import (
-    CompilationOptions,
-    check_cube_dim,
-    compile_definition,
-    paused_gc,
-)
+from cubelab.compiler.options import CompilationOptions, options_key
+from cubelab.compiler.pipeline import check_cube_dim, compile_definition, paused_gc
 from cubelab.compiler.targets import shown_targets
 from cubelab.errors import (
     CaptureError,
@@ -77,6 +73,7 @@ from cubelab.errors import (
 )
 from cubelab.ir.core import KernelDefinition
 from cubelab.ir.passes import GUARD_BUDGET, GUARD_DRIVER, loop_guard_message
+from cubelab.ir.printer import print_kernel_mapped
 from cubelab.runtime import events as ev
 from cubelab.runtime.buffer_io import BufferIO, buffer_io
 from cubelab.runtime.capture import Capture, CaptureAllocation, Recorded
@@ -479,12 +476,14 @@ class Server:
         self.faults.extend(self.take_async_errors())
 
     # -- compile (shared) ---------------------------------------------------------------------
-    def set_options(self, **changes: Any) -> None:
-        for k, v in changes.items():
-            if not hasattr(self.options, k):
-                raise ValueError(f"unknown compilation option {k!r}")
-            setattr(self.options, k, v)
-        self.clear_cache(f"compilation options changed: {changes}")
+    def set_options(self, options: CompilationOptions) -> None:
+        """Compile with `options` from now on (already checked: `CompilationOptions.replace`).
+        The pipeline cache's key is (KernelId, `options_key(options)`): the key's second half
+        is one value for the cache's whole life, so changing it empties the cache."""
+        changed = options.changes_from(self.options)
+        self.options = options
+        if changed:
+            self.clear_cache("compilation options changed: " + "; ".join(changed))
 
     def clear_cache(self, reason: str) -> None:
         self.publish_hit_tallies()
@@ -518,6 +517,7 @@ class Server:
                                    show=shown_targets(run.name), limits=self.properties,
                                    device=self.name, check=True,
                                    record=self.bus.wants(ev.CompileFinished))
+        definition = c.definition  # an extra pass may hand on a new definition
         compiled = c.sources[run.name]
         expanded_ir, records = c.expanded_ir, c.passes
         t3 = time.perf_counter()
@@ -540,11 +540,15 @@ class Server:
             self.bus.publish(ev.CompileNotice(kernel.name, entry.kernel_id,
                                               entry.compiled.target, notice, seq))
             warnings.warn(CompileNoticeWarning(notice), stacklevel=2)
+        # the IR's line map, for the line correspondence: printed only for someone listening
+        ir_lines = print_kernel_mapped(entry.definition)[1] \
+            if self.bus.wants(ev.CompileFinished) else {}
         self.bus.publish(ev.CompileFinished(
             kernel.name, entry.kernel_id, entry.entry, entry.compiled.target,
             entry.compiled.source, c.ir, c.expanded_ir,
             c.passes, c.expand_s, c.passes_s, c.codegen_s, c.driver_s + first_dispatch_s, seq,
-            extra_sources=dict(entry.extra_sources),
+            extra_sources=dict(entry.extra_sources), options_key=options_key(self.options),
+            ir_lines=ir_lines,
         ))
 
     # -- launch (shared) ----------------------------------------------------------------------

@@ -1,8 +1,9 @@
-"""KernelInspector: one kernel, every stage — Source · Expanded · IR · Passes · WGSL · MSL ·
-KernelIds — with a live list of the KernelIds compiled so far and line correspondence.
+"""KernelInspector: one kernel, every stage — Source · Expanded · IR · Passes · one tab per target
+of the registry (WGSL · MSL · CUDA · ...) · KernelIds — with a live list of the KernelIds compiled
+so far and line correspondence.
 
 Before any launch it shows a preview compiled on the calling thread (`inspect.compiled`, f32
-for generic types); every CompileFinished for this kernel on the client's bus adds its KernelId to
+for generic types, under the client's compilation options); every CompileFinished for this kernel on the client's bus adds its KernelId to
 the dropdown, and picking one shows exactly what the server compiled (the event carries the IR,
 the passes and the generated source). Picking a kernel line highlights what it became in the IR
 and the generated code; hovering a generated line says which kernel line it came from.
@@ -11,12 +12,14 @@ and the generated code; hovering a generated line says which kernel line it came
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import ipywidgets as W
 
 from cubelab import inspect as I
+from cubelab.compiler.options import CompilationOptions, options_key
+from cubelab.compiler.targets import TARGETS
 from cubelab.frontend.kernel import CubeFunction, KernelInstance
 from cubelab.inspect.highlight import to_html
 from cubelab.inspect.lines import Correspondence, correspondence
@@ -28,12 +31,20 @@ from cubelab.runtime import events as ev
 from cubelab.runtime.kernel_id import KernelId
 from cubelab.widgets._live import LiveView, UiThread, set_html
 
-__all__ = ["KernelInspector", "TABS"]
+__all__ = ["KernelInspector", "tabs"]
 
-TABS = ("Source", "Expanded", "IR", "Passes", "WGSL", "MSL", "KernelIds")
 _SHOW_ALIASES = {"source": "Source", "expanded": "Expanded", "ir": "IR", "passes": "Passes",
-                 "wgsl": "WGSL", "msl": "MSL", "ids": "KernelIds", "kernelids": "KernelIds",
-                 "kernel_ids": "KernelIds"}
+                 "ids": "KernelIds", "kernelids": "KernelIds", "kernel_ids": "KernelIds"}
+
+
+def _tab_of(target: str) -> str:
+    return target.upper()
+
+
+def tabs() -> tuple[str, ...]:
+    """The inspector's tabs: the stages, then one per target of `compiler.targets.TARGETS` (in
+    the registry's order, named in capitals: "WGSL"), then the KernelIds."""
+    return ("Source", "Expanded", "IR", "Passes", *(_tab_of(t) for t in TARGETS), "KernelIds")
 
 
 @dataclass
@@ -45,11 +56,10 @@ class Stage:
     expanded_ir: str
     ir: str
     passes: list[PassRecord]
-    wgsl: str
-    msl: str | None
+    sources: dict[str, str]  # target name -> its source (a failed shown target: the comment)
     launched: bool
     corr: Correspondence | None = None
-    extra: dict[str, str] = field(default_factory=dict)
+    options_key: str = ""  # the compile's options (compiler/options.py), the cache key's half
 
 
 class _KernelCompiles(Ledger):
@@ -78,19 +88,22 @@ class _KernelCompiles(Ledger):
 
 
 def _normalize_show(show: Sequence[str] | str | None) -> list[str]:
+    all_tabs = tabs()
     if show is None:
-        return list(TABS)
+        return list(all_tabs)
+    aliases = {**_SHOW_ALIASES, **{t: _tab_of(t) for t in TARGETS}}
     items = show.split(",") if isinstance(show, str) else list(show)
     out = []
     for s in items:
         key = s.strip()
-        name = _SHOW_ALIASES.get(key.lower(), key)
-        if name not in TABS:
-            raise ValueError(f"unknown inspector view {s!r}; choose from "
-                             f"{', '.join(k for k in _SHOW_ALIASES if k in [t.lower() for t in TABS])}")
+        name = aliases.get(key.lower(), key)
+        if name not in all_tabs:
+            names = [k for k, v in aliases.items() if k in ("source", "expanded", "ir", "passes",
+                                                             "ids") or k in TARGETS]
+            raise ValueError(f"unknown inspector view {s!r}; choose from {', '.join(names)}")
         out.append(name)
     # Source first when asked, then in the canonical order
-    return [t for t in TABS if t in out]
+    return [t for t in all_tabs if t in out]
 
 
 class KernelInspector(LiveView):
@@ -139,34 +152,35 @@ class KernelInspector(LiveView):
 
     # -- data ---------------------------------------------------------------------------------
     def _add_preview(self, inst: KernelInstance) -> None:
-        c = I.compiled(inst)
+        c = I.compiled(inst, client=self.client)  # under the client's compilation options
         label = f"preview (not launched) {c.kernel_id.short()}"
+        sources = {name: src.source for name, src in c.sources.items()}
+        key = options_key(self.client.compilation_options() if self.client is not None
+                          else CompilationOptions())
         self._stages[label] = Stage(label, c.kernel_id, c.expanded_ir, c.ir, list(c.passes),
-                                    c.wgsl.source, c.msl, False,
-                                    I.correspondence(c, self.kernel.file))
+                                    sources, False, I.correspondence(c, self.kernel.file), key)
 
     def _stage_from_event(self, e: ev.CompileFinished, n: int) -> Stage:
         label = f"#{n} compiled {e.kernel_id.short()} ({e.kernel_id.mode.value})"
         passes = [PassRecord(name, before, after, before != after)
                   for name, before, after in e.passes]
-        msl = e.extra_sources.get("msl")
-        stage = Stage(label, e.kernel_id, e.expanded_ir, e.ir, passes, e.source, msl, True)
-        stage.corr = self._corr_for(e)
+        sources = {e.target: e.source, **e.extra_sources}
+        stage = Stage(label, e.kernel_id, e.expanded_ir, e.ir, passes,
+                      {name: sources[name] for name in TARGETS if name in sources}, True,
+                      options_key=e.options_key)
+        stage.corr = self._corr_for(e, sources)
         return stage
 
-    def _corr_for(self, e: ev.CompileFinished) -> Correspondence:
-        """Line maps for a live compile: recompile here and keep the map only if the generated
-        text is the same (the server may have used other options, e.g. the 0.11.3 rule)."""
+    def _corr_for(self, e: ev.CompileFinished, sources: dict[str, str]) -> Correspondence:
+        """Line maps for a live compile: recompile here, under the client's options, and keep
+        each target's map only if its generated text is the same as the server's."""
         try:
-            c = I.compiled(I.instance_from_id(self.kernel, e.kernel_id))
+            c = I.compiled(I.instance_from_id(self.kernel, e.kernel_id), client=self.client)
         except Exception:  # noqa: BLE001
-            return correspondence(e.ir, None, self.kernel.file)
-        targets = {}
-        if c.wgsl.source == e.source:
-            targets["wgsl"] = c.wgsl
-        if c.msl_compiled is not None and c.msl_compiled.source == e.extra_sources.get("msl"):
-            targets["msl"] = c.msl_compiled
-        return correspondence(e.ir, targets, self.kernel.file)
+            return correspondence(e.ir_lines, None, self.kernel.file)
+        targets = {name: src for name, src in c.sources.items()
+                   if sources.get(name) == src.source}
+        return correspondence(e.ir_lines, targets, self.kernel.file)
 
     @property
     def kernel_ids(self) -> list[str]:
@@ -267,12 +281,12 @@ class KernelInspector(LiveView):
             view = passes_view(st.passes)
             pre = to_html(st.expanded_ir, "ir", title="IR as expanded (before passes)")
             return pre + view.html()
-        if name in ("WGSL", "MSL"):
-            key = name.lower()
-            text = st.wgsl if key == "wgsl" else st.msl
+        key = name.lower()
+        if key in TARGETS:
+            text = st.sources.get(key)
             if text is None:
-                return ('<div class="cubelab-code cl-muted">no MSL target installed in this '
-                        "cubelab (cubelab.compiler.msl)</div>")
+                return (f'<div class="cubelab-code cl-muted">no {html.escape(name)} source for '
+                        "this compile (the target was added after it)</div>")
             fwd = corr.target_to_source.get(key, {}) if corr else {}
             hl = corr.targets.get(key, {}).get(line, []) if (corr and line) else []
             gutter = {ln: f"py{src}" for ln, src in fwd.items()}
@@ -292,8 +306,10 @@ class KernelInspector(LiveView):
         return out
 
     def _ids_html(self, st: Stage) -> str:
-        table = TableView(["field", "value", "what it means"], I.explain(st.kernel_id),
-                          title=f"KernelId of {st.label}")
+        rows = [*I.explain(st.kernel_id), ("compilation options", st.options_key,
+                                           I.instances.OPTIONS_MEANING)]
+        table = TableView(["field", "value", "what it means"], rows,
+                          title=f"KernelId of {st.label}, and the options it compiled with")
         parts = [table.html_body(), to_html(st.kernel_id.debug(), "rust", with_css=False,
                                            title="as the debug log prints it")]
         launched = [s for s in self._stages.values() if s.launched]

@@ -40,8 +40,8 @@ Traps:
 from __future__ import annotations
 
 from cubelab.compiler.base import CompiledSource
-from cubelab.compiler.cpp.dialect import TYPEDEFS, Dialect
-from cubelab.compiler.cpp.emitter import CEmitter, compile_c, info_struct, vector_struct
+from cubelab.compiler.cpp.dialect import Dialect
+from cubelab.compiler.cpp.emitter import CEmitter, compile_c, prelude
 from cubelab.compiler.spelling import MATH_SAME
 from cubelab.ir.core import KernelDefinition, Op
 from cubelab.ir.types import Elem
@@ -206,9 +206,7 @@ class Cuda(Dialect):
         return "plane_lane() == uint32_t(__ffs(__activemask()) - 1)"
 
     def head(self, e: CEmitter, kernel: KernelDefinition) -> list[str]:
-        head = [t.format(long="long") for t in TYPEDEFS]
-        head += [vector_struct(e, t) for t in e.vector_types]
-        head += info_struct(e)
+        head = prelude(e, "long")
         if any(op.name.startswith("plane.") for op in kernel.walk()):
             head += _PLANE_HELPERS.splitlines()
         params = []

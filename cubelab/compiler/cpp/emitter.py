@@ -45,6 +45,8 @@ from cubelab.ir.core import Block, KernelDefinition, Loc, Op, Value
 from cubelab.ir.passes import GUARD_BUDGET
 from cubelab.ir.types import Array, Atomic, Elem, Pointer, RuntimeArray, Ty
 
+from cubelab.compiler.cpp.dialect import TYPEDEFS
+
 if TYPE_CHECKING:
     from cubelab.compiler.cpp.dialect import Dialect
 
@@ -648,6 +650,13 @@ def compile_c(kernel: KernelDefinition, dialect: "Dialect") -> CompiledSource:
     notices = dialect.notices(kernel, e)
     return CompiledSource(dialect.name, kernel.entry, "\n".join(lines) + "\n", e.info, line_map,
                           notices)
+
+
+def prelude(e: CEmitter, long: str) -> list[str]:
+    """What every C-family kernel starts with after its includes: the fixed-width typedefs
+    (64-bit ones as `long`), one struct per vector type it uses, the info struct."""
+    return ([t.format(long=long) for t in TYPEDEFS] + [vector_struct(e, t) for t in e.vector_types]
+            + info_struct(e))
 
 
 def info_struct(e: CEmitter) -> list[str]:

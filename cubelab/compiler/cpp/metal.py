@@ -35,8 +35,8 @@ Traps:
 from __future__ import annotations
 
 from cubelab.compiler.base import CompiledSource
-from cubelab.compiler.cpp.dialect import TYPEDEFS, Dialect
-from cubelab.compiler.cpp.emitter import CEmitter, compile_c, info_struct, vector_struct
+from cubelab.compiler.cpp.dialect import Dialect
+from cubelab.compiler.cpp.emitter import CEmitter, compile_c, prelude
 from cubelab.compiler.spelling import MATH_SAME
 from cubelab.ir.core import KernelDefinition, Op
 from cubelab.ir.types import Elem
@@ -146,10 +146,7 @@ class Metal(Dialect):
         return "simd_is_first()"
 
     def head(self, e: CEmitter, kernel: KernelDefinition) -> list[str]:
-        head = ["#include <metal_stdlib>", "using namespace metal;",
-                *(t.format(long="long") for t in TYPEDEFS)]
-        head += [vector_struct(e, t) for t in e.vector_types]
-        head += info_struct(e)
+        head = ["#include <metal_stdlib>", "using namespace metal;", *prelude(e, "long")]
         params = []
         for b in kernel.buffers:
             const = b.value.id in e.const_buffers

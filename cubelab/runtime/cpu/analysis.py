@@ -22,16 +22,11 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from cubelab.ir import analysis as ir_analysis
-from cubelab.ir.analysis import Effect
+from cubelab.ir.analysis import Effect, is_pure  # purity: the IR layer's one rule
 from cubelab.ir.core import Block, KernelDefinition, Op, Value
 from cubelab.ir.types import Array, Atomic, Elem, Pointer, Ty
 
 # -- liveness ----------------------------------------------------------------------------------
-_PURE_PREFIX = ("arith.", "math.", "vector.", "builtin.", "info.", "buffer.", "tensor.")
-_EFFECTS = {"memory.store", "sync.cube", "sync.storage", "sync.uniform_load", "atomic.store",
-            "atomic.rmw", "atomic.cas", "scf.if", "scf.switch", "scf.for", "scf.while",
-            "scf.condition", "debug.print", "var.declare", "shared.declare", "memory.load",
-            "atomic.load", "plane.broadcast", "plane.reduce", "plane.vote", "plane.elect"}
 
 
 class _Ref:
@@ -43,10 +38,6 @@ class _Ref:
         self.id = id
 
 
-def is_pure(op: Op) -> bool:
-    """Whether `op` only computes its result (may be dropped when nothing needs the result)."""
-    return op.name not in _EFFECTS and op.name.startswith(_PURE_PREFIX) or op.name == \
-        "memory.index"
 
 
 def value_count(definition: KernelDefinition) -> int:
@@ -251,9 +242,12 @@ def view_loads(definition: KernelDefinition, written: set[int]) -> set[int]:
 # binary ops whose step can take a shared-memory load as a strided view (`steps.arith._binary`)
 VIEW_CONSUMERS = frozenset({"arith.add", "arith.sub", "arith.mul", "arith.div", "arith.min",
                             "arith.max", "arith.bitand", "arith.bitor", "arith.bitxor"})
-# ops that may stand between such a load and its use: none writes memory or runs a region
-_INERT = ("memory.load", "memory.index", "arith.", "math.", "vector.", "builtin.", "info.",
-          "buffer.len")
+
+
+def _inert(op: Op) -> bool:
+    """May stand between such a load and its use: writes no memory and runs no region (a pure
+    op, or another load)."""
+    return is_pure(op) or op.name == "memory.load"
 
 
 def use_counts(definition: KernelDefinition) -> dict[int, int]:
@@ -289,7 +283,7 @@ def view_shared_loads(definition: KernelDefinition) -> set[int]:
                     if later.name in VIEW_CONSUMERS:
                         out.add(r)
                     break
-                if later.regions or not later.name.startswith(_INERT):
+                if later.regions or not _inert(later):
                     break
 
     visit(definition.body)

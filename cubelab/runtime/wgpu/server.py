@@ -247,6 +247,15 @@ class WgpuServer(Server):
         if raw:
             self.queue.write_buffer(s.page.storage, s.offset, raw)
 
+    def clear_cache(self, reason: str) -> None:
+        # Bind groups are keyed by KernelId and made for one pipeline's layout; a KernelId
+        # compiled again after the options changed may bind differently (the loop guard's
+        # status word comes and goes with `loop_budget`), so its old groups go with the cache.
+        super().clear_cache(reason)
+        self._groups.clear()
+        self._groups_of.clear()
+        self._generation += 1
+
     def forget_bindings(self, handle_id: int) -> None:
         keys = self._groups_of.pop(handle_id, None)
         if keys:
