@@ -72,7 +72,7 @@ def compiled(k: KernelInstance, checked_io: CheckedIoRule | None = None, *, clie
     `failures` (a launch then shows a comment saying why)."""
     run = _run_target(client)
     c = _pipeline(k, options_for(client, checked_io, options), run=run,
-                  show=[t for name, t in TARGETS.items() if name != run.name])
+                  show=[t for name, t in TARGETS.items() if name != run.name], client=client)
     sources = {name: c.sources[name] for name in TARGETS if name in c.sources}
     ir, ir_lines = c.ir_mapped()
     return Compiled(k.id(), c.expanded_ir, c.passes, ir, sources, c.failures, ir_lines)
@@ -87,8 +87,10 @@ def _run_target(client: Any) -> Target:
 
 
 def _pipeline(k: KernelInstance, options: CompilationOptions, run: Target,
-              show: Sequence[Target] = ()) -> Compilation:
-    return compile_definition(k.define(), k.mode, options, run=run, show=show)
+              show: Sequence[Target] = (), client: Any = None) -> Compilation:
+    # the client's device properties, as its server defines the kernel (`device_properties()`)
+    props = client.properties() if client is not None else None
+    return compile_definition(k.define(props), k.mode, options, run=run, show=show)
 
 
 @api_boundary
@@ -112,7 +114,7 @@ def source_of(k: KernelInstance, target: str, checked_io: CheckedIoRule | None =
     """The generated source of `k` for `target` (any name of `compiler.targets.TARGETS`)."""
     if target not in TARGETS:
         raise ValueError(f"no target {target!r}; the targets are {', '.join(TARGETS)}")
-    c = _pipeline(k, options_for(client, checked_io), run=TARGETS[target])
+    c = _pipeline(k, options_for(client, checked_io), run=TARGETS[target], client=client)
     return c.sources[target].source
 
 
