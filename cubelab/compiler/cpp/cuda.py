@@ -39,9 +39,8 @@ Traps:
 
 from __future__ import annotations
 
-from cubelab.compiler.base import CompiledSource
 from cubelab.compiler.cpp.dialect import Dialect
-from cubelab.compiler.cpp.emitter import CEmitter, compile_c, prelude
+from cubelab.compiler.cpp.emitter import CEmitter, CTarget, prelude
 from cubelab.compiler.spelling import MATH_SAME
 from cubelab.ir.core import KernelDefinition, Op
 from cubelab.ir.types import Elem
@@ -241,15 +240,10 @@ class Cuda(Dialect):
 CUDA = Cuda()
 
 
-class CudaTarget:
+class CudaTarget(CTarget):
     """The "cuda" target: shown beside every compile (a CUDA runtime runs it through NVRTC)."""
 
-    name = "cuda"
-    shown_only = True
-    lexer = "cuda"
-
-    def compile(self, kernel: KernelDefinition) -> CompiledSource:
-        return compile_c(kernel, CUDA)
+    dialect, lexer = CUDA, "cuda"
 
 
 __all__ = ["CUDA", "Cuda", "CudaTarget"]

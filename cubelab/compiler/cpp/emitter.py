@@ -652,6 +652,23 @@ def compile_c(kernel: KernelDefinition, dialect: "Dialect") -> CompiledSource:
                           notices)
 
 
+class CTarget:
+    """A C-family target (`compiler/base.py` `Target`): the emitter given one dialect. A
+    dialect module's target is a subclass naming its `dialect`, its `lexer` (pygments) and
+    whether it is only shown here."""
+
+    dialect: "Dialect"
+    lexer = "cpp"
+    shown_only = True
+
+    @property
+    def name(self) -> str:
+        return self.dialect.name
+
+    def compile(self, kernel: KernelDefinition) -> CompiledSource:
+        return compile_c(kernel, self.dialect)
+
+
 def prelude(e: CEmitter, long: str) -> list[str]:
     """What every C-family kernel starts with after its includes: the fixed-width typedefs
     (64-bit ones as `long`), one struct per vector type it uses, the info struct."""

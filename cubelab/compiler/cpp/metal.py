@@ -34,9 +34,8 @@ Traps:
 
 from __future__ import annotations
 
-from cubelab.compiler.base import CompiledSource
 from cubelab.compiler.cpp.dialect import Dialect
-from cubelab.compiler.cpp.emitter import CEmitter, compile_c, prelude
+from cubelab.compiler.cpp.emitter import CEmitter, CTarget, prelude
 from cubelab.compiler.spelling import MATH_SAME
 from cubelab.ir.core import KernelDefinition, Op
 from cubelab.ir.types import Elem
@@ -168,12 +167,7 @@ class Metal(Dialect):
 METAL = Metal()
 
 
-class MslTarget:
+class MslTarget(CTarget):
     """The "msl" target: shown beside every compile; nothing here runs Metal."""
 
-    name = "msl"
-    shown_only = True
-    lexer = "cpp"
-
-    def compile(self, kernel: KernelDefinition) -> CompiledSource:
-        return compile_c(kernel, METAL)
+    dialect, lexer = METAL, "cpp"
