@@ -187,7 +187,11 @@ def _kernel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--comptime", default="", help="Comptime argument values, e.g. true")
     p.add_argument("--cube-dim", type=int, default=1, help="units per cube (x)")
     p.add_argument("--unchecked", action="store_true", help="as launch_unchecked")
-    p.add_argument("--checked-io", default="cubecl-0.11.3", choices=["cubecl-0.11.3", "fixed"],
+    from typing import get_args
+
+    from cubelab.ir.passes import DEFAULT_CHECKED_IO, CheckedIoRule
+
+    p.add_argument("--checked-io", default=DEFAULT_CHECKED_IO, choices=get_args(CheckedIoRule),
                    help="the CheckedIo matching rule (default: the seed's 0.11.3 rule)")
 
 
