@@ -201,7 +201,6 @@ class CacheStats(Ledger):
 
     # CacheHits, not CacheHit: the device thread tallies hits and tells them in bursts, so a
     # monitor costs a launch a dict update rather than an event (benchmarks/widget_overhead.py).
-    kinds = (ev.CompileFinished, ev.CompileFailed, ev.CacheHits, ev.CacheCleared)
 
     def __init__(self, bus: ev.EventBus | None = None) -> None:
         self._rows: dict[KernelId, KernelIdStats] = {}
@@ -502,9 +501,6 @@ class LaunchRecord:
 class LaunchLog(Ledger):
     """The last `keep` launches, each filled in hop by hop as its events arrive."""
 
-    kinds = (ev.LaunchIssued, ev.LaunchGated, ev.CompileStarted, ev.CompileFinished,
-             ev.CompileFailed, ev.CacheHit, ev.LaunchSkipped, ev.BufferClaimed,
-             ev.LaunchDispatched, ev.LaunchFailed, ev.ProfileSample)
 
     def __init__(self, bus: ev.EventBus | None = None, keep: int = 50) -> None:
         self.keep = keep
@@ -520,71 +516,69 @@ class LaunchLog(Ledger):
                 self._records.popitem(last=False)
         return r
 
+    def _record(self, e: ev.Event) -> None:
+        """The type's handler (`@on`), given the record of the event's launch: a gated launch
+        never got a sequence number (it gets a negative one here), an event of no launch is
+        left out."""
+        handler = self._handlers.get(type(e))
+        if handler is None:
+            return
+        if type(e) is ev.LaunchGated:
+            self._gated += 1
+            handler(self, e, self._rec(-self._gated, e.kernel))  # type: ignore[call-arg]
+            return
+        seq = getattr(e, "launch_seq", 0)
+        if seq:
+            handler(self, e, self._rec(seq, getattr(e, "kernel", "")))  # type: ignore[call-arg]
+
     @on(ev.LaunchGated)
-    def _gated_by(self, e: ev.LaunchGated) -> None:
-        self._gated += 1  # a gated launch never got a sequence number
-        r = self._rec(-self._gated, e.kernel)
+    def _gated_by(self, e: ev.LaunchGated, r: LaunchRecord) -> None:
         r.gated, r.calling_thread, r.issued_t = e.why, e.thread, e.t
 
-    def _of(self, e: Any) -> LaunchRecord | None:
-        """The record of `e`'s launch (None for an event of no launch)."""
-        seq = getattr(e, "launch_seq", 0)
-        return self._rec(seq, getattr(e, "kernel", "")) if seq else None
-
     @on(ev.LaunchIssued)
-    def _issued(self, e: ev.LaunchIssued) -> None:
-        if (r := self._of(e)) is not None:
-            r.kernel_id, r.cube_count = e.kernel_id, e.cube_count
-            r.calling_thread, r.issued_t = e.thread, e.t
-            stream, mode = getattr(e, "stream", None), getattr(e, "mode", None)
-            r.stream = "" if stream is None else str(stream)
-            r.mode = "" if mode is None else str(getattr(mode, "value", mode))
+    def _issued(self, e: ev.LaunchIssued, r: LaunchRecord) -> None:
+        r.kernel_id, r.cube_count = e.kernel_id, e.cube_count
+        r.calling_thread, r.issued_t = e.thread, e.t
+        stream, mode = getattr(e, "stream", None), getattr(e, "mode", None)
+        r.stream = "" if stream is None else str(stream)
+        r.mode = "" if mode is None else str(getattr(mode, "value", mode))
 
     @on(ev.CompileStarted)
-    def _compiling(self, e: ev.CompileStarted) -> None:
-        if (r := self._of(e)) is not None:
-            r.cache, r.device_thread = "compile", e.thread
+    def _compiling(self, e: ev.CompileStarted, r: LaunchRecord) -> None:
+        r.cache, r.device_thread = "compile", e.thread
 
     @on(ev.CompileFinished)
-    def _compiled(self, e: ev.CompileFinished) -> None:
-        if (r := self._of(e)) is not None:
-            r.cache = "compile"
-            r.compile_s = e.expand_s + e.passes_s + e.codegen_s + e.driver_s
+    def _compiled(self, e: ev.CompileFinished, r: LaunchRecord) -> None:
+        r.cache = "compile"
+        r.compile_s = e.expand_s + e.passes_s + e.codegen_s + e.driver_s
 
     @on(ev.CompileFailed)
-    def _compile_failed(self, e: ev.CompileFailed) -> None:
-        if (r := self._of(e)) is not None:
-            r.cache = "compile-failed"
+    def _compile_failed(self, e: ev.CompileFailed, r: LaunchRecord) -> None:
+        r.cache = "compile-failed"
 
     @on(ev.CacheHit)
-    def _hit(self, e: ev.CacheHit) -> None:
-        if (r := self._of(e)) is not None:
-            r.cache, r.device_thread = "hit", e.thread
+    def _hit(self, e: ev.CacheHit, r: LaunchRecord) -> None:
+        r.cache, r.device_thread = "hit", e.thread
 
     @on(ev.LaunchSkipped)
-    def _skipped(self, e: ev.LaunchSkipped) -> None:
-        if (r := self._of(e)) is not None:
-            r.skipped = e.why + (f": input failed in `{e.root_kernel}`" if e.root_kernel else "")
+    def _skipped(self, e: ev.LaunchSkipped, r: LaunchRecord) -> None:
+        r.skipped = e.why + (f": input failed in `{e.root_kernel}`" if e.root_kernel else "")
 
     @on(ev.BufferClaimed)
-    def _claimed(self, e: ev.BufferClaimed) -> None:
-        if (r := self._of(e)) is not None:
-            r.claimed = e.handle_ids
+    def _claimed(self, e: ev.BufferClaimed, r: LaunchRecord) -> None:
+        r.claimed = e.handle_ids
 
     @on(ev.LaunchDispatched)
-    def _dispatched(self, e: ev.LaunchDispatched) -> None:
-        if (r := self._of(e)) is not None:
-            r.dispatched_t, r.device_thread = e.t, e.thread
+    def _dispatched(self, e: ev.LaunchDispatched, r: LaunchRecord) -> None:
+        r.dispatched_t, r.device_thread = e.t, e.thread
 
     @on(ev.LaunchFailed)
-    def _launch_failed(self, e: ev.LaunchFailed) -> None:
-        if (r := self._of(e)) is not None:
-            r.failed = _error_text(e.error)
+    def _launch_failed(self, e: ev.LaunchFailed, r: LaunchRecord) -> None:
+        r.failed = _error_text(e.error)
 
     @on(ev.ProfileSample)
-    def _profiled(self, e: ev.ProfileSample) -> None:
-        if (r := self._of(e)) is not None:
-            r.profile_s = e.duration_s
+    def _profiled(self, e: ev.ProfileSample, r: LaunchRecord) -> None:
+        r.profile_s = e.duration_s
 
     def _reset(self) -> None:
         self._records.clear()

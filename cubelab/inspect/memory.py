@@ -175,9 +175,6 @@ def memory_map(client: Any) -> MemoryView:
 class MemoryMap(Ledger):
     """Pages and live slices, kept current by memory events (see the module docstring)."""
 
-    kinds = (ev.PageAllocated, ev.MemoryAllocated, ev.MemoryReleaseDeferred, ev.MemoryReleased,
-             ev.MemoryCleanedUp)
-
     def __init__(self, client: Any) -> None:
         # page id -> [pool, size, {offset: [reserved, handle id, requested, pending]}]
         self._pages: dict[int, list[Any]] = {}
