@@ -334,18 +334,3 @@ def test_a_stub_target_appears_in_every_view(stub_target, client, capsys, monkey
     finally:
         unsubscribe()
     assert "```stub\n/* stub target */" in capsys.readouterr().out         # the compile event
-
-
-def test_the_log_magic_takes_every_target(stub_target):
-    IPython = pytest.importorskip("IPython")
-    from IPython.testing.globalipapp import start_ipython
-
-    from cubelab.runtime.device import Device
-
-    shell = start_ipython() or IPython.get_ipython()
-    shell.run_line_magic("load_ext", "cubelab")
-    try:
-        shell.run_line_magic("cubelab", "log stub")
-        assert Device.default().debug_log.target == "stub"
-    finally:
-        shell.run_line_magic("cubelab", "log off")

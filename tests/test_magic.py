@@ -113,6 +113,21 @@ def test_log_msl_prints_the_msl_source(ip, capsys, client):
     assert "```msl" in out and "[[kernel]]" in out
 
 
+def test_log_takes_every_registered_target(ip, monkeypatch):
+    """`%cubelab log <target>` iterates the registry: a target added there is accepted at once
+    (tests/test_compiler_plugins.py finds it in every other view)."""
+    from cubelab.compiler.targets import TARGETS
+    from cubelab.runtime.device import Device
+    from tests.test_compiler_plugins import StubTarget
+
+    monkeypatch.setitem(TARGETS, "stub", StubTarget())
+    ip.run_line_magic("cubelab", "log stub")
+    try:
+        assert Device.default().debug_log.target == "stub"
+    finally:
+        ip.run_line_magic("cubelab", "log off")
+
+
 def test_monitor_returns_the_live_views_and_reset_zeroes_them(ip, client):
     box = ip.run_line_magic("cubelab", "monitor")
     cache = box.views[0]
