@@ -80,12 +80,15 @@ class Peer:
 
 
 class Cubelab(Peer):
+    """cubelab on one of its GPU runtimes: `kind` "wgpu" (Vulkan here) or "cuda" (NVRTC)."""
+
     name = "cubelab (wgpu)"
 
-    def __init__(self, floats: int) -> None:
+    def __init__(self, floats: int, kind: str = "wgpu") -> None:
         from tests.fixtures.kernels import saxpy
 
-        self.client = c = Device.wgpu().client()
+        self.name = f"cubelab ({kind})"
+        self.client = c = getattr(Device, kind)().client()
         self.adapter = c.properties().adapter
         x = c.create_from_slice(f32.as_bytes(np.arange(TINY, dtype=np.float32)))
         self.ty = c.empty(TINY * 4)
@@ -388,6 +391,7 @@ def main() -> None:
     missing: list[tuple[str, str]] = []
     makers: list[tuple[str, str, Callable[[], Any]]] = [
         ("cubelab", "cubelab (wgpu)", lambda: Cubelab(floats)),
+        ("cubelab", "cubelab (cuda)", lambda: Cubelab(floats, "cuda")),
         ("wgpu", "raw wgpu-py, one submit per launch", lambda: RawWgpuPeer(floats, one_pass=False)),
         ("wgpu", "raw wgpu-py, one pass (floor)", lambda: RawWgpuPeer(floats, one_pass=True)),
         ("triton", "Triton", lambda: TritonPeer(floats)),
@@ -410,7 +414,7 @@ def main() -> None:
             t = timed(p.tiny(launches))
             if t < best_tiny[p.name]:
                 best_tiny[p.name] = t
-                if isinstance(p, Cubelab):
+                if isinstance(p, Cubelab) and p.name == "cubelab (wgpu)":
                     cubelab_cpu = p.cpu
         for p in peers:
             best_sax[p.name] = min(best_sax[p.name], timed(p.saxpy(args.reps)))
@@ -453,12 +457,17 @@ def main() -> None:
     print(table(f"bandwidth — saxpy on {label} floats (12 bytes per float), {args.reps} launches "
                 f"per run, best of {args.rounds}, {adapter}",
                 ["peer", "ms / launch", "GB/s", "of the best", "result"], rows))
-    if ref in best_tiny:
-        cuda_peers = [n for n in ("Triton", "CuPy RawKernel") if n in best_tiny]
+    cuda_peers = [n for n in ("Triton", "CuPy RawKernel") if n in best_tiny]
+    for mine in (ref, "cubelab (cuda)"):
+        if mine not in best_tiny:
+            continue
+        print()
         for n in cuda_peers:
-            print(f"\ncubelab's launch rate ÷ {n}'s: {best_tiny[n] / best_tiny[ref]:.2f} "
+            print(f"{mine}'s launch rate ÷ {n}'s: {best_tiny[n] / best_tiny[mine]:.2f} "
                   f"(goal >= 1.0)")
-        print(f"cubelab's saxpy: {100 * gbs[ref] / top:.1f}% of the best (goal >= 95%)")
+        print(f"{mine}'s saxpy: {100 * gbs[mine] / top:.1f}% of the best (goal >= 95%)")
+        if "CuPy RawKernel" in gbs:
+            print(f"{mine}'s saxpy ÷ CuPy's bandwidth: {gbs[mine] / gbs['CuPy RawKernel']:.3f}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,10 @@
 #   bash scripts/gpu_check.sh [suite|bench|all]      (default: all)
 #
 # CUBELAB_GPU_FILES="tests/test_a.py ..." and CUBELAB_GPU_BENCH="peers ..." narrow a run to those
-# test files and benchmarks (device time is scarce).
+# test files and benchmarks (device time is scarce). The suite runs every `client` test on both
+# GPU runtimes and the CPU one (CUBELAB_TEST_RUNTIMES, default wgpu,cpu,cuda; the CUDA runtime
+# is expected to start: CUBELAB_EXPECT_CUDA=1) and the report counts each runtime apart.
+# A test that errors (in a fixture, at collection) counts as failed, as does a killed file.
 # Why it exists: a suite run on the H200 once returned nothing at all within its limit, and the
 # machine then ran nothing until it was given back. A run that cannot end tells nothing, so here
 # every test file runs in its own process under a wall-clock kill, every test under a per-test
@@ -56,6 +59,8 @@ ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$ICD" ] && export VK_DRIVER_FILES="$ICD"
 export XDG_RUNTIME_DIR="$(mktemp -d)"
 export PYTHONUNBUFFERED=1 CUBELAB_EXPECT_WGPU=1 CUBELAB_GPU_CHECK=1
+export CUBELAB_TEST_RUNTIMES="${CUBELAB_TEST_RUNTIMES:-wgpu,cpu,cuda}"
+case ",$CUBELAB_TEST_RUNTIMES," in *,cuda,*) export CUBELAB_EXPECT_CUDA=1 ;; esac
 
 say "- host: $(nproc) cores, $("$PY" --version 2>&1)"
 if command -v nvidia-smi >/dev/null 2>&1; then
@@ -69,6 +74,8 @@ print(d.client().name(), "|", d.describe() if hasattr(d, "describe") else info)
 PY
 )
 say "- adapter: $adapter"
+cuda=$(timeout 60 "$PY" -c 'import cubelab; c = cubelab.Device.cuda().client(); print(c.name(), "|", c.properties().adapter, "|", c.properties().backend)' 2>&1 | tail -1)
+say "- CUDA runtime: $cuda"
 say "- GPU state before: $(gpu_state)"
 say ""
 
@@ -95,27 +102,57 @@ run_suite() {
     local log="$LOGS/$(basename "$f" .py).log" t0=$SECONDS rc
     timeout -k 15 "$PER_FILE" "$PY" -X faulthandler -m pytest -q -p no:cacheprovider \
       -p timeout --timeout="$PER_TEST" --timeout-method=thread -o addopts="" \
-      -rs "$f" >"$log" 2>&1
+      --junitxml="$LOGS/$(basename "$f" .py).xml" -rs "$f" >"$log" 2>&1
     rc=$?
     local line
-    line=$(grep -E '^[0-9]+ (passed|failed|skipped)|passed|failed|skipped|error' "$log" | tail -1)
+    line=$(grep -E '^[0-9]+ (passed|failed|skipped|error)|passed|failed|skipped|error' "$log" | tail -1)
     [ $rc -eq 124 ] || [ $rc -eq 137 ] && { line="KILLED after ${PER_FILE}s (stacks in logs/)"; hung="$hung $f"; }
-    local p s fl
+    local p s fl er
     p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+'); total_pass=$((total_pass + ${p:-0}))
     fl=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+'); total_fail=$((total_fail + ${fl:-0}))
+    # an error (fixture, collection) is a failure too, and so is a file that never reported
+    er=$(echo "$line" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+'); total_fail=$((total_fail + ${er:-0}))
+    if [ -z "$p$fl$er" ] && ! echo "$line" | grep -qE '[0-9]+ (skipped|deselected)'; then total_fail=$((total_fail + 1)); fi
     s=$(echo "$line" | grep -oE '[0-9]+ skipped' | grep -oE '[0-9]+'); total_skip=$((total_skip + ${s:-0}))
     say "| $f | ${line:-rc=$rc} | $((SECONDS - t0)) | $(gpu_state) |"
   done
   say ""
   say "Suite: **${total_pass} passed, ${total_fail} failed, ${total_skip} skipped** in $((SECONDS - start)) s.${hung:+ Killed files:$hung}"
   say ""
+  # per runtime, from the JUnit files: a test id's parameters name its runtime ([cuda], [wgpu-f32])
+  "$PY" - "$LOGS" <<'PY' | tee -a "$REPORT"
+import collections, glob, re, sys
+import xml.etree.ElementTree as ET
+runtimes = ("wgpu", "cpu", "cuda")
+counts = collections.defaultdict(collections.Counter)
+for path in glob.glob(f"{sys.argv[1]}/*.xml"):
+    try:
+        cases = ET.parse(path).getroot().iter("testcase")
+    except ET.ParseError:
+        continue
+    for case in cases:
+        m = re.search(r"\[(.*)\]$", case.get("name", ""))
+        params = m.group(1).split("-") if m else []
+        rt = next((p for p in params if p in runtimes), "not per runtime")
+        kinds = {c.tag for c in case}
+        verdict = ("failed" if kinds & {"failure", "error"} else
+                   "skipped" if "skipped" in kinds else "passed")
+        counts[rt][verdict] += 1
+print("| runtime | passed | failed (errors included) | skipped |")
+print("|---|---|---|---|")
+for rt in (*runtimes, "not per runtime"):
+    c = counts.get(rt)
+    if c:
+        print(f"| {rt} | {c['passed']} | {c['failed']} | {c['skipped']} |")
+print()
+PY
   grep -h -A3 "^SKIPPED\|^FAILED\|Timeout" "$LOGS"/test_*.log 2>/dev/null | head -60 > "$LOGS/problems.txt"
 }
 
 run_bench() {
   say "## Benchmarks"
   say ""
-  for b in ${CUBELAB_GPU_BENCH:-loop_guard launch_overhead bandwidth peers cpu_runtime compile_time}; do
+  for b in ${CUBELAB_GPU_BENCH:-loop_guard launch_overhead bandwidth peers cuda_launch_cost cpu_runtime compile_time}; do
     [ -f "benchmarks/$b.py" ] || continue
     local t0=$SECONDS
     timeout -k 10 240 "$PY" "benchmarks/$b.py" >"$LOGS/bench_$b.log" 2>&1

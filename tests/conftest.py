@@ -7,7 +7,13 @@ that only makes sense on one runtime takes `wgpu_client` or `cpu_client` instead
 
 The wgpu client FAILS (never skips) when CUBELAB_EXPECT_WGPU=1 and no adapter is found — CI sets
 it, so a missing lavapipe cannot pass as green. Without it, a machine with no Vulkan driver skips
-the `[wgpu]` half and still runs the `[cpu]` half."""
+the `[wgpu]` half and still runs the `[cpu]` half.
+
+On a machine with an NVIDIA GPU, `CUBELAB_TEST_RUNTIMES=wgpu,cpu,cuda` adds a third half,
+`test_x[cuda]`, run on `Device.cuda()` with the same expected values (`scripts/gpu_check.sh`
+sets it). CI leaves it unset: it has no NVIDIA driver, and `tests/test_cuda_runtime.py` says so
+in its skips. `cuda_client` skips with the reason when the runtime cannot start, unless
+`CUBELAB_EXPECT_CUDA=1`, where it fails."""
 
 from __future__ import annotations
 
@@ -39,6 +45,22 @@ def cpu_client():  # type: ignore[no-untyped-def]
     return Device.cpu().client()
 
 
-@pytest.fixture(params=["wgpu", "cpu"])
+@pytest.fixture(scope="session")
+def cuda_client():  # type: ignore[no-untyped-def]
+    from cubelab import Device, DeviceError
+
+    try:
+        return Device.cuda().client()
+    except DeviceError as exc:
+        if os.environ.get("CUBELAB_EXPECT_CUDA") == "1":
+            pytest.fail(f"CUBELAB_EXPECT_CUDA=1 but the CUDA runtime cannot start: {exc}")
+        pytest.skip(f"no CUDA runtime here: {exc}")
+
+
+RUNTIMES = [r.strip() for r in os.environ.get("CUBELAB_TEST_RUNTIMES", "wgpu,cpu").split(",")
+            if r.strip()]
+
+
+@pytest.fixture(params=RUNTIMES)
 def client(request):  # type: ignore[no-untyped-def]
     return request.getfixturevalue(f"{request.param}_client")

@@ -1,8 +1,9 @@
 """Devices: one runner thread and one server each, created on first use.
 
-`Device.default()` picks the runtime named by `CUBELAB_DEVICE=cpu|wgpu` (an error if it is
+`Device.default()` picks the runtime named by `CUBELAB_DEVICE=cpu|wgpu|cuda` (an error if it is
 unavailable: no silent fallback when one is named), else wgpu when an adapter exists (lavapipe
-counts) and otherwise the CPU runtime, saying so once. `Device.wgpu()` / `Device.cpu()` choose explicitly. A device is a
+counts) and otherwise the CPU runtime, saying so once. `Device.wgpu()` / `Device.cpu()` /
+`Device.cuda()` choose explicitly (CUDA is never chosen for you: it is an optional extra). A device is a
 process-wide singleton per kind, so every `client()` of it shares one pipeline cache, one
 failure ledger and one event bus. No adapter is requested until a device is asked for.
 """
@@ -25,11 +26,17 @@ _ids = itertools.count(1)
 _lock = threading.Lock()
 _devices: dict[str, "Device"] = {}
 _server_factories: dict[str, Callable[[EventBus], Any]] = {}
+_probes: dict[str, Callable[[], None]] = {}
 
 
-def register_server(kind: str, factory: Callable[[EventBus], Any]) -> None:
-    """Plug in a server kind (each runtime registers itself; adding one edits no other)."""
+def register_server(kind: str, factory: Callable[[EventBus], Any],
+                    probe: Callable[[], None] | None = None) -> None:
+    """Plug in a server kind (each runtime registers itself; adding one edits no other).
+    `probe`, if given, runs on the calling thread before a device thread is started, and
+    raises `DeviceError` when the runtime cannot start here (no driver)."""
     _server_factories[kind] = factory
+    if probe is not None:
+        _probes[kind] = probe
 
 
 def _wgpu_factory(bus: EventBus) -> Any:
@@ -54,6 +61,23 @@ def _cpu_factory(bus: EventBus) -> Any:
 
 
 register_server("cpu", _cpu_factory)
+
+
+def _cuda_factory(bus: EventBus) -> Any:
+    # the bindings' own import and the driver's absence both become a DeviceError naming what
+    # is missing (runtime/cuda/driver.py); never a fallback to another runtime
+    from cubelab.runtime.cuda.server import CudaServer
+
+    return CudaServer(bus)
+
+
+def _cuda_probe() -> None:
+    from cubelab.runtime.cuda.driver import bindings
+
+    bindings()
+
+
+register_server("cuda", _cuda_factory, _cuda_probe)
 
 
 class Device:
@@ -111,6 +135,9 @@ class Device:
         with _lock:
             dev = _devices.get(kind)
             if dev is None:
+                probe = _probes.get(kind)
+                if probe is not None:
+                    probe()
                 dev = Device(kind)
                 _devices[kind] = dev
             return dev
@@ -124,8 +151,15 @@ class Device:
         return Device._get("cpu")
 
     @staticmethod
+    def cuda() -> "Device":
+        """The CUDA runtime: the kernel's CUDA C++ compiled by NVRTC and run on an NVIDIA GPU
+        (`pip install 'cubelab[cuda]'`). A `DeviceError` naming what is missing where there is
+        no NVIDIA driver, GPU or NVRTC; never another runtime in its place."""
+        return Device._get("cuda")
+
+    @staticmethod
     def default() -> "Device":
-        """The runtime named by `CUBELAB_DEVICE` (`cpu` or `wgpu`) when it is set; otherwise wgpu
+        """The runtime named by `CUBELAB_DEVICE` (`cpu`, `wgpu` or `cuda`) when it is set; otherwise wgpu
         if an adapter exists, else the CPU runtime (said once, as a warning).
 
         A named runtime is never swapped for another: if `CUBELAB_DEVICE=wgpu` and no adapter

@@ -160,7 +160,8 @@ class Server:
         self.pipelines: dict[KernelId, PipelineEntry] = {}
         self.ledger = FailureLedger()
         self.scheduler = StreamScheduler(bus, self.submit_stream, self._submit_failed, max_tasks,
-                                         after_flush=self._release_deferred)
+                                         after_flush=self._release_deferred,
+                                         join=self.join_stream if self.joins_streams else None)
         self.pool: MemoryPool = None  # type: ignore[assignment] - set by init_memory
         self._deferred: dict[int, list[tuple[int, str]]] = {}  # stream -> (handle id, why)
         self.captures: dict[int, Capture] = {}
@@ -231,6 +232,20 @@ class Server:
     def take_async_errors(self) -> list[BaseException]:
         """Errors the driver reported on the side since the last call (wgpu's logged errors)."""
         return []
+
+    joins_streams = False  # True where streams run side by side and `join_stream` orders them
+
+    def join_stream(self, stream: int, other: int) -> None:
+        """Make `stream`'s later work wait for the work submitted on `other` (the scheduler's
+        dependency inference found a buffer they share)."""
+
+    # set by `launch` around a profiled dispatch: a backend with device timers times it
+    timing_dispatch = False
+
+    def dispatch_seconds(self) -> float | None:
+        """The device's own time of the last dispatch made with `timing_dispatch` set (after
+        the wait), or None where the device has no timer: the host's time is used then."""
+        return None
 
     @property
     def max_tasks(self) -> int:
@@ -630,14 +645,19 @@ class Server:
         if compiled is None and not profile:  # the common case: a cache hit, not timed
             return self._execute(info, entry, count, bindings)
         t0 = time.perf_counter()
-        ran = self._execute(info, entry, count, bindings, flush=True,
-                            why="profile" if profile else "first-dispatch")
+        self.timing_dispatch = profile
+        try:
+            ran = self._execute(info, entry, count, bindings, flush=True,
+                                why="profile" if profile else "first-dispatch")
+        finally:
+            self.timing_dispatch = False
         elapsed = time.perf_counter() - t0
         if compiled is not None:
             self._compile_finished(kernel, compiled, seq, elapsed)
         if ran and profile:
-            self.bus.publish(
-                ev.ProfileSample(kernel.name, kernel_id, kernel.profile_tag, elapsed, seq))
+            timed = self.dispatch_seconds()
+            self.bus.publish(ev.ProfileSample(kernel.name, kernel_id, kernel.profile_tag,
+                                              elapsed if timed is None else timed, seq))
         return ran
 
     def _prepare(self, entry: PipelineEntry, bindings: Bindings) -> PreparedLaunch:

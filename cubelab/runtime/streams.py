@@ -11,7 +11,8 @@ the stream each buffer was last touched on. Registering a task does three things
 scheduler does:
 
 1. align: a binding last touched on another stream flushes that stream first (an event and the
-   log line "Binding on X is shared on Y"). Two kernels depend on each other only if they share
+   log line "Binding on X is shared on Y"); where streams run side by side on the device (CUDA),
+   the backend's `join` then makes this stream wait for that one. Two kernels depend on each other only if they share
    a buffer, and the buffers of a launch are known here, so this one rule infers every
    dependency. Its price is the other face of the same rule: it over-synchronizes (any shared
    buffer drains the other stream, even for two reads) and never under-synchronizes;
@@ -127,13 +128,18 @@ class StreamScheduler:
     def __init__(self, bus: ev.EventBus, submit: Callable[[StreamId], None],
                  on_submit_failed: Callable[[list[Task], BaseException], None],
                  max_tasks: int = 64,
-                 after_flush: Callable[[StreamId], None] | None = None) -> None:
+                 after_flush: Callable[[StreamId], None] | None = None,
+                 join: Callable[[StreamId, StreamId], None] | None = None) -> None:
         self.bus = bus
         self._submit = submit
         self._on_submit_failed = on_submit_failed
         # told after a stream's queued work was handed over (or lost): nothing queued on it is
         # left unsubmitted, so memory it used may be reused (the server's deferred releases)
         self._after_flush = after_flush
+        # told after `align` flushed another stream: make this stream's later work wait for
+        # what was submitted there (CUDA: an event). None where one queue orders every
+        # submission (wgpu) or work runs as it is submitted (the CPU runtime).
+        self._join = join
         self.max_tasks = max_tasks
         self.queues: dict[StreamId, _Queue] = {}
         self.last_stream: dict[int, StreamId] = {}  # handle id -> stream it was last touched on
@@ -161,6 +167,8 @@ class StreamScheduler:
             last[hid] = stream_id
         for other in others:
             self.flush(other, "shared")
+            if self._join is not None:
+                self._join(stream_id, other)
 
     def register(self, stream_id: StreamId, task: Task, allow_flush: bool = True,
                  dispatches: int = 1) -> None:
