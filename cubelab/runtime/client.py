@@ -15,10 +15,10 @@ so whatever only this thread knows is decided before it:
 3. the `LaunchMode` (Execute or Skip) is decided from the process-wide dry-run depth and this
    thread's RealRun depth (`dry_run.py`), and the stream from this thread (`streams.py`);
 4. profiling (the debug log, `client.profile()`) makes the submit blocking and times it;
-5. a large launch (the views it binds hold `LARGE_LAUNCH_BYTES` or more) on a batching backend waits
-   until the device thread has submitted it. The trap it exists for: `SimpleQueue.put` keeps the
-   GIL, so a loop of launches ran on the calling thread for up to a switch interval while the
-   device thread could not encode, and the GPU sat idle until the loop stopped or synced — on an
+5. a large launch (the views it binds hold `LARGE_LAUNCH_BYTES` or more) on a GPU backend
+   (`hands_off_large`: wgpu, CUDA) waits until the device thread has submitted it. The trap it
+   exists for: `SimpleQueue.put` keeps the GIL, so a loop of launches ran on the calling thread
+   for up to a switch interval while the device thread could not encode, and the GPU sat idle until the loop stopped or synced — on an
    H200, 20 saxpy launches on 64 M floats took 4.8 ms instead of raw wgpu-py's 4.3. A launch that
    large keeps the GPU busy far longer than the round trip takes, so the wait costs nothing.
 
@@ -374,7 +374,7 @@ class Client:
             # what the launch binds: a slice its declared items (each at most a vec4 of 4-byte
             # scalars), a tensor its whole handle — not the handle behind a small view of it
             size += h.size if b.shape is not None else min(h.size, b.items * _ITEM_BYTES_MAX)
-        large = size >= LARGE_LAUNCH_BYTES and self._server.defers_release
+        large = size >= LARGE_LAUNCH_BYTES and self._server.hands_off_large
         bindings.checked = (self, frees, large)
         return large
 

@@ -186,6 +186,9 @@ class Server:
 
     # -- memory (per backend) -----------------------------------------------------------------
     defers_release = False  # True where queued work runs only when its stream is submitted
+    # True where the device runs beside the calling thread (a GPU): a large launch is handed
+    # to the device before `launch` returns (gate 5, `runtime/client.py`)
+    hands_off_large = False
 
     def init_memory(self, config: MemoryConfiguration) -> None:
         self.pool = MemoryPool(config, self.alloc_page, self.free_page)

@@ -134,6 +134,7 @@ class _Module:
 class CudaServer(Server):
     name = "cuda<cpp>"
     joins_streams = True  # CUDA streams run side by side: a shared buffer is an event wait
+    hands_off_large = True  # gate 5: the GPU starts a large launch before the loop goes on
 
     def __init__(self, bus: ev.EventBus, max_tasks: int = 64) -> None:
         super().__init__(bus, max_tasks)

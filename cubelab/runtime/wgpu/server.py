@@ -159,6 +159,7 @@ def _install_log_filter(server: "WgpuServer") -> None:
 class WgpuServer(Server):
     name = "wgpu<wgsl>"
     defers_release = True  # queued dispatches run when their stream is submitted
+    hands_off_large = True  # gate 5: the GPU starts a large launch before the loop goes on
 
     def __init__(self, bus: ev.EventBus, max_tasks: int = 64) -> None:
         super().__init__(bus, max_tasks)
