@@ -145,6 +145,22 @@ class ExpansionPanicked(CubeError):
     Python error inside expansion): the seed's `CompilationError::ExpansionPanicked`."""
 
 
+def generated_line_note(entry: PipelineEntry, line: int, language: str) -> str:
+    """"\n  WGSL line 12: <text>\n  from kernel line <loc>: <python>": where a driver's
+    complaint about generated line `line` points, in the generated text and in the kernel's
+    own source (for every server's compile errors)."""
+    lines = entry.compiled.source.splitlines()
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    where = f"\n  {language} line {line}: {text.strip()}"
+    loc = entry.compiled.loc_of_line(line)
+    if loc is not None:
+        src = entry.definition.source_lines
+        idx = loc.line - entry.definition.first_line
+        py = src[idx].strip() if 0 <= idx < len(src) else ""
+        where += f"\n  from kernel line {loc}: {py}"
+    return where
+
+
 def _written_pairs(bindings: Bindings, io: tuple[BufferIO, ...] | None) -> list[tuple[Handle, str]]:
     return [(b.handle, b.name) for b in bindings.written(io)]
 

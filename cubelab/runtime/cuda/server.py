@@ -52,7 +52,7 @@ from cubelab.runtime.handle import Handle
 from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
-from cubelab.runtime.server import PipelineEntry, PreparedLaunch, Server
+from cubelab.runtime.server import PipelineEntry, PreparedLaunch, Server, generated_line_note
 
 _INFO_LIMIT = 4096  # distinct info blocks kept in device memory before the cache is emptied
 _GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
@@ -281,17 +281,7 @@ class CudaServer(Server):
         return sizes
 
     def _compile_error(self, entry: PipelineEntry, log: str, line: int | None) -> CompileError:
-        where = ""
-        if line is not None:
-            lines = entry.compiled.source.splitlines()
-            text = lines[line - 1] if 0 < line <= len(lines) else ""
-            where = f"\n  CUDA line {line}: {text.strip()}"
-            loc = entry.compiled.loc_of_line(line)
-            if loc is not None:
-                src = entry.definition.source_lines
-                idx = loc.line - entry.definition.first_line
-                py = src[idx].strip() if 0 <= idx < len(src) else ""
-                where += f"\n  from kernel line {loc}: {py}"
+        where = generated_line_note(entry, line, "CUDA") if line is not None else ""
         detail = "\n    ".join(s for s in log.strip().splitlines() if s.strip())
         return CompileError(f"NVRTC refused the CUDA C++ of kernel `{entry.definition.name}` "
                             f"({entry.entry}):{where}\n  NVRTC says:\n    {detail}")

@@ -55,7 +55,7 @@ from cubelab.runtime.handle import Handle
 from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
-from cubelab.runtime.server import PipelineEntry, PreparedLaunch, Server
+from cubelab.runtime.server import PipelineEntry, PreparedLaunch, Server, generated_line_note
 
 _CACHE_LIMIT = 4096
 _GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
@@ -317,20 +317,9 @@ class WgpuServer(Server):
         entry.layout = bgl
 
     def _compile_error(self, entry: PipelineEntry, message: str) -> CompileError:
-        lines = entry.compiled.source.splitlines()
-        where = ""
         # parse errors say "┌─ wgsl:12:5", validation errors "┌─ :12:5"
         m = re.search(r"┌─ [^:\n]*:(\d+):(\d+)", message)
-        if m:
-            ln = int(m.group(1))
-            text = lines[ln - 1] if 0 < ln <= len(lines) else ""
-            where = f"\n  WGSL line {ln}: {text.strip()}"
-            loc = entry.compiled.loc_of_line(ln)
-            if loc is not None:
-                src = entry.definition.source_lines
-                idx = loc.line - entry.definition.first_line
-                py = src[idx].strip() if 0 <= idx < len(src) else ""
-                where += f"\n  from kernel line {loc}: {py}"
+        where = generated_line_note(entry, int(m.group(1)), "WGSL") if m else ""
         short = message.strip().splitlines()
         detail = "\n    ".join(s for s in short if s.strip())
         return CompileError(
