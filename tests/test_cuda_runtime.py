@@ -5,6 +5,9 @@ the CUDA runtime is a `DeviceError` that names what is missing and what to use i
 another runtime in its place, also through `CUBELAB_DEVICE=cuda`. The kernel-parameter packing
 is checked without a GPU.
 
+Where NVRTC is installed (no GPU needed; skipped in CI, which does not install it): every
+kernel's CUDA C++ compiles for real.
+
 On a machine with an NVIDIA GPU (skipped elsewhere, with the reason): what only the CUDA server
 does — a compile is NVRTC + module load with the CUDA C++ as the event's source, profiling is
 timed by CUDA events, runs of identical launches go out as CUDA graphs, a buffer shared by two
@@ -86,6 +89,35 @@ def test_the_info_block_is_by_value_or_by_pointer_as_the_signature_says() -> Non
            "const info_st info, uint32_t* guard_status) {}")
     assert [_pointer_param(src, "k_1", i) for i in range(4)] == [True, True, False, True]
     assert _pointer_param(src.replace("const info_st info", "const info_st* info"), "k_1", 2)
+
+
+def test_every_kernel_compiles_through_nvrtc_for_a_hopper_gpu() -> None:
+    # NVRTC needs no GPU: where it is installed (`cubelab[cuda]`), the CUDA C++ of every core,
+    # zoo, runtime-test and aggregate kernel and of the every-op kernel is compiled for real, as
+    # `Device.cuda()` would (the g++ shim of tests/test_cuda.py checks C++ only).
+    try:
+        from cuda.bindings import nvrtc
+
+        nvrtc.nvrtcVersion()
+    except Exception as exc:  # noqa: BLE001 - not installed, or its library missing
+        pytest.skip(f"NVRTC is not installed here ({type(exc).__name__}); "
+                    "pip install 'cubelab[cuda]' to compile the kernels for real")
+    from cubelab.compiler.cpp.cuda import CudaTarget
+    from tests.test_cuda import cuda_of
+    from tests.test_msl import (aggregate_kernels, core_kernels, every_op_kernel,
+                                runtime_test_kernels, zoo_kernels)
+
+    sources = {"every_op": CudaTarget().compile(every_op_kernel()).source}
+    for group in (core_kernels, zoo_kernels, runtime_test_kernels, aggregate_kernels):
+        for name, k in group().items():
+            sources[name] = cuda_of(k)
+    refused = {}
+    for name, src in sources.items():
+        try:
+            cuda_driver.nvrtc_compile(nvrtc, src, "kernel", "sm_90")
+        except cuda_driver.CudaError as exc:
+            refused[name] = str(exc)[:400]
+    assert len(sources) > 60 and not refused, refused
 
 
 # -- on an NVIDIA GPU ---------------------------------------------------------------------------
