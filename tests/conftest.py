@@ -64,3 +64,14 @@ RUNTIMES = [r.strip() for r in os.environ.get("CUBELAB_TEST_RUNTIMES", "wgpu,cpu
 @pytest.fixture(params=RUNTIMES)
 def client(request):  # type: ignore[no-untyped-def]
     return request.getfixturevalue(f"{request.param}_client")
+
+
+@pytest.fixture
+def known_cuda_gap(request):  # type: ignore[no-untyped-def]
+    """`known_cuda_gap(client, reason)`: on the CUDA runtime this test is an expected failure
+    (strict: the day it passes, it fails, so the mark goes), for a rule the CUDA C++ target does
+    not keep yet; the reason says which and where it is being made."""
+    def mark(client, reason: str) -> None:  # type: ignore[no-untyped-def]
+        if client.name().startswith("cuda"):
+            request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+    return mark

@@ -163,7 +163,7 @@ def test_debug_print_in_a_kernel_with_no_output_runs_and_is_not_silent(client, c
     from cubelab.errors import CompileNoticeWarning
 
     x = up(client, f32, [2.5])
-    if client.name().startswith("wgpu"):  # no printf in WGSL: it runs without it, and says so
+    if not client.name().startswith("cpu"):  # no printf in WGSL / CUDA: runs without it, says so
         with pytest.warns(CompileNoticeWarning, match=r"`prints_only`.*Device\.cpu\(\)"):
             prints_only.launch(client, ONE, CubeDim.new_1d(1), x)
             client.sync()
@@ -227,7 +227,10 @@ def fill_past_vec(out: SliceMut[Vector[f32, 4]]):
     out[ABSOLUTE_POS] = out[ABSOLUTE_POS] * f32(0.0) + f32(5.0)  # the scalars are splatted
 
 
-def test_a_view_shorter_than_its_handle_is_all_a_kernel_can_touch(client):  # type: ignore[no-untyped-def]
+def test_a_view_shorter_than_its_handle_is_all_a_kernel_can_touch(  # type: ignore[no-untyped-def]
+        client, known_cuda_gap):
+    known_cuda_gap(client, "out-of-range global accesses are not robust on CUDA: the CUDA C++ "
+                           "target does not guard them yet (issue 28's explicit rule)")
     # A BufferArg declares a length; the memory past it (still inside the handle) belongs to
     # the student's other data. wgpu once bound the whole handle, so an unguarded write landed
     # there while the CPU runtime dropped it.

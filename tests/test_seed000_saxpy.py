@@ -19,7 +19,7 @@ def run_saxpy(client, a=2.0):
 
 
 def test_saxpy_prints_1_3_5_to_31(client):
-    assert client.name() in ("wgpu<wgsl>", "cpu<numpy>")
+    assert client.name() in ("wgpu<wgsl>", "cpu<numpy>", "cuda<cpp>")
     np.testing.assert_array_equal(run_saxpy(client), np.arange(1, 32, 2, dtype=np.float32))
 
 
@@ -38,6 +38,8 @@ def test_saxpy_kernel_id_shows_n_4_and_a_unit(client):
     if done.target == "wgsl":
         assert f"fn {done.entry}(" in done.source
         assert "@compute @workgroup_size(4, 1, 1)" in done.source
+    elif done.target == "cuda":  # what NVRTC compiled
+        assert f'extern "C" __global__ void __launch_bounds__(4) {done.entry}(' in done.source
     else:  # the CPU runtime's "source" is the IR it interprets
         assert done.source.startswith(f"kernel @{done.entry}(")
         assert "cube_dim(4, 1, 1)" in done.source
