@@ -35,14 +35,28 @@ def main() -> None:
     ap.add_argument("--launches", type=int, default=2000)
     ap.add_argument("--split-only", action="store_true",
                     help="only the per-thread split of one launch")
+    ap.add_argument("--shapes-only", action="store_true",
+                    help="only the loop shapes (both idioms), on --device")
+    ap.add_argument("--device", choices=["wgpu", "cpu", "both"], default="wgpu",
+                    help="runtime(s) for --shapes-only and --split-only (default wgpu)")
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds of the shapes")
     args = ap.parse_args()
     n = args.launches
     from tests.fixtures.kernels import saxpy
 
-    client = Device.wgpu().client()
-    if args.split_only:
-        thread_split(client)
+    if args.split_only or args.shapes_only:
+        for i, name in enumerate(["wgpu", "cpu"] if args.device == "both" else [args.device]):
+            c = (Device.wgpu() if name == "wgpu" else Device.cpu()).client()
+            if i:
+                print()
+            if args.shapes_only:
+                loop_shapes_section(c, min(n, 1000), args.rounds)
+            if args.split_only:
+                if args.shapes_only:
+                    print()
+                thread_split(c)
         return
+    client = Device.wgpu().client()
     x = client.create_from_slice(f32.as_bytes(np.arange(16, dtype=np.float32)))
     y = client.create_from_slice(f32.as_bytes(np.ones(16, dtype=np.float32)))
     xa, ya = BufferArg.from_raw_parts(x, 16), BufferArg.from_raw_parts(y, 16)
@@ -241,6 +255,30 @@ def seed001_sections(client: Any, raw: RawWgpu, n: int) -> None:
                  ["cold real launch (compile + first dispatch), for comparison", f"{cold:.2f}"]]))
     print("\n(a driver that compiles lazily, like lavapipe, still pays its part at the first "
           "dispatch: the dry run buys cubelab's part and the pipeline object)")
+
+
+# -- the loops students write: both idioms, and the course's other loop shapes --------------------
+
+
+def loop_shapes_section(client: Any, n: int, rounds: int) -> None:
+    """`_loop_shapes.py`'s loops, interleaved rounds, best of each: wall and process CPU time per
+    launch, and each over the hoisted loop's."""
+    import _loop_shapes
+
+    cases = _loop_shapes.shapes(client)
+    best = _loop_shapes.measure(client, cases, n, rounds)
+    hw, hc = best["hoisted"]
+    rows = [[key, label, f"{best[key][0] * 1e6:.1f}", f"{best[key][0] / hw:.2f}",
+             f"{best[key][1] * 1e6:.1f}", f"{best[key][1] / hc:.2f}"]
+            for key, label, _ in cases]
+    print(table(f"loop shapes — {n} launches and one sync per round, best of {rounds} "
+                f"interleaved rounds, {client.name()} ({client.properties().adapter})",
+                ["shape", "loop", "µs / launch", "÷ hoisted", "CPU µs / launch",
+                 "CPU ÷ hoisted"], rows))
+    fw, fc = best["fresh"]
+    print(f"\ntarget: fresh ÷ hoisted <= 1.2 -> {fw / hw:.2f} wall, {fc / hc:.2f} CPU "
+          f"({'met' if max(fw / hw, fc / hc) <= 1.2 else 'NOT met'}). CPU: every thread of the "
+          "process (cubelab's two and the driver's).")
 
 
 # -- where one cache-hit launch's Python runs: calling thread vs device thread --------------------
