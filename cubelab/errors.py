@@ -73,10 +73,19 @@ def user_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def leave_boundary(exc: BaseException) -> None:
+    """What an entry point does to a `CubeError` leaving it: drop cubelab's frames from its
+    traceback (unless `CUBELAB_TRACEBACK=full`). The caller re-raises with a bare `raise` —
+    `raise exc` would add the entry point's own frame back on top."""
+    if os.environ.get("CUBELAB_TRACEBACK", "").lower() != "full":
+        exc.with_traceback(user_frames(exc.__traceback__))
+
+
 def api_boundary(fn: F) -> F:
-    """Mark a public entry point: a `CubeError` leaving it loses cubelab's frames (unless
-    `CUBELAB_TRACEBACK=full`). The trap: the bare `raise` matters — `raise exc` would add this
-    wrapper's own frame back on top."""
+    """Mark a public entry point: a `CubeError` leaving it loses cubelab's frames
+    (`leave_boundary`). The launch path, which runs on every launch, does the same inline
+    (`try: ... except CubeError as exc: leave_boundary(exc); raise`) instead of paying this
+    wrapper's extra frame (~0.4 µs)."""
 
     @functools.wraps(fn)
     def boundary(*args: Any, **kwargs: Any) -> Any:
@@ -84,8 +93,7 @@ def api_boundary(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except CubeError as exc:
-            if os.environ.get("CUBELAB_TRACEBACK", "").lower() != "full":
-                exc.with_traceback(user_frames(exc.__traceback__))
+            leave_boundary(exc)
             raise
 
     return boundary  # type: ignore[return-value]

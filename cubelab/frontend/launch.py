@@ -10,33 +10,42 @@ built, once) and submitted. No IR is built here: that is `define()`, on a cache 
 
 The trap: this is the hot path of a cache-hit launch (a few µs of Python). The per-parameter
 work is resolved once per bound launcher (`_build_plan`), and nothing here walks specs per call.
-A loop that launches with the very same argument objects each time (`for _ in range(n):
-saxpy.launch[f32](client, count, dim, 4, a, xa, ya)`) pays even less: once the same arguments
-come twice in a row, the checked result (`KernelInstance` and `Bindings`) is kept
-(`_Repeat`) and handed over again while the arguments stay the same objects. That is exact, not
-a guess: launch arguments are immutable (`BufferArg`, `TensorArg`, `ScalarArg`; numbers,
-strings), so the same objects check the same; handles are still gated by the client on every
-launch (a freed one is refused); and the kept arguments are held weakly, so the memo never keeps
-a buffer alive.
+A loop pays even less: each bound launcher keeps its last few checked launches by value
+(`launch_memo.py`), so a launch whose arguments are equal to one of them — the very same
+objects, or new `BufferArg`s of the same handles and lengths built in the call, as the README's
+loop does — skips the checks and hands the runtime that launch's `KernelInstance` and `Bindings`
+again; one whose only change is a scalar's value gets new scalars and nothing else. That is
+exact, not a guess: launch arguments are immutable values, equal arguments check the same,
+handles are still gated by the client on every launch (a freed one is refused), and the memo
+holds handles and bindings weakly, so it never keeps a buffer alive.
 """
 
 from __future__ import annotations
 
-import itertools
 import struct
 import weakref
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from cubelab.errors import LaunchError, api_boundary
+from cubelab.errors import CubeError, LaunchError, api_boundary, leave_boundary
 from cubelab.frontend import aggregate_launch
+from cubelab.frontend.launch_memo import (
+    BUFFER,
+    MEMO_SIZE,
+    OTHER,
+    SAME,
+    SCALAR,
+    TENSOR,
+    VALUE,
+    Memo,
+    compare,
+    keys_of,
+)
 from cubelab.frontend.instance import KernelInstance
 from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind, bool_, f32, u32
 from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
 from cubelab.runtime.kernel_id import CubeDim, ExecutionMode
 from cubelab.runtime.kernel_launcher import KernelLauncher, check_cube_dim
-from cubelab.runtime.launch_args import BufferBinding, CubeCount
+from cubelab.runtime.launch_args import Bindings, BufferBinding, CubeCount
 
 if TYPE_CHECKING:
     from cubelab.frontend.kernel import CubeFunction
@@ -110,39 +119,6 @@ def _past_the_end(kernel: str, pname: str, t: TensorArg, items: int, width: int)
             "out-of-bounds rules)")
 
 
-# Arguments that are values (immutable), so the same object always checks the same. Anything
-# else (a tuple may hold a list, a user object may change) turns the repeat memo off.
-_VALUE_TYPES = (int, float, bool, str, bytes, type(None), np.generic)
-_HELD_WEAKLY = (BufferArg, TensorArg)
-_repeats = itertools.count(1)
-
-
-class _Repeat:
-    """The last checked launch of a bound launcher, kept for the next launch with the very same
-    argument objects: its `KernelInstance` and `Bindings` (the device thread keeps what it
-    derives from those bindings on them: `server.PreparedLaunch`)."""
-
-    __slots__ = ("serial", "client", "cube_dim", "ids", "values", "refs", "kernel", "bindings")
-
-    def __init__(self, launcher: "BoundLauncher", client: Any, cube_dim: CubeDim,
-                 args: tuple[Any, ...], ids: tuple[int, ...], kernel: KernelInstance,
-                 bindings: Any) -> None:
-        self.serial = serial = next(_repeats)
-
-        def dead(_ref: Any, launcher: BoundLauncher = launcher, serial: int = serial) -> None:
-            # An argument died: its id may be reused by a new object, so the memo goes first.
-            kept = launcher._repeat
-            if kept is not None and kept.serial == serial:
-                launcher._repeat = None
-
-        self.client, self.cube_dim, self.ids = client, cube_dim, ids
-        # buffers weakly (the memo must not keep their handles alive), plain values strongly
-        # (a live object's id cannot be reused)
-        self.refs = [weakref.ref(a, dead) for a in args if isinstance(a, _HELD_WEAKLY)]
-        self.values = [a for a in args if not isinstance(a, _HELD_WEAKLY)]
-        self.kernel, self.bindings = kernel, bindings
-
-
 class Launcher:
     """`kernel.launch` / `kernel.launch_unchecked`: index with the generic types, then call."""
 
@@ -151,19 +127,26 @@ class Launcher:
         self.mode = mode
         self._bound: dict[tuple[Any, ...], BoundLauncher] = {}
 
-    @api_boundary
     def __getitem__(self, types: Any) -> "BoundLauncher":
+        # `saxpy.launch[f32]` is often written inside the loop: one dict lookup, keyed on the
+        # types as written (f32, or (f32, i32)); the first time, `_bind`
+        bound = self._bound.get(types)
+        return bound if bound is not None else self._bind(types)
+
+    @api_boundary
+    def _bind(self, types: Any) -> "BoundLauncher":
         key = types if isinstance(types, tuple) else (types,)
         bound = self._bound.get(key)
         if bound is None:
             bound = BoundLauncher(self.fn, self.mode, key)
             self._bound[key] = bound
+        self._bound[types] = bound
         return bound
 
-    @api_boundary
     def __call__(self, *args: Any) -> None:
-        bound = self._bound.get(())  # a kernel without generic types: `saxpy.launch(...)`
-        return (bound if bound is not None else self[()])(*args)
+        # a kernel without generic types: `saxpy.launch(...)`
+        bound = self._bound.get(())
+        (bound if bound is not None else self._bind(()))(*args)
 
     def __repr__(self) -> str:
         return f"<{self.fn.__name__}.{'launch' if self.mode is ExecutionMode.Checked else 'launch_unchecked'}>"
@@ -222,9 +205,11 @@ class BoundLauncher:
         self._plan: list[tuple[Any, ...]] | None = None  # built at the first launch (see _build_plan)
         # (cube_dim, id(properties)) -> properties, for dims already checked against the limits
         self._dims_ok: dict[tuple[CubeDim, int], Any] = {}
-        self._repeat: _Repeat | None = None  # the last launch, if its arguments may repeat
-        # the previous launch's (argument ids, client, cube dim): the same twice is a loop
-        self._last: tuple[Any, ...] = ()
+        # the last few checked launches, most recent first (`launch_memo.py`); `_kinds` says
+        # what each positional argument is, None when the memo is off (a @cube_type argument)
+        self._memos: list[Memo] = []
+        self._kinds: tuple[int, ...] | None = None
+        self._buffer_pos: tuple[int, ...] = ()  # argument position of each binding, in order
 
     def _build_plan(self) -> list[tuple[Any, ...]]:
         """Per parameter, what a launch checks and packs, resolved once: the launch path then
@@ -243,22 +228,86 @@ class BoundLauncher:
             else:
                 plan.append((p.kind, p, p.name))
         self._plan = plan
+        nsz = len(self.size_generics)
+        kinds: list[int] = [VALUE] * nsz
+        for step in plan:
+            if step[0] == "buffer":
+                kinds.append(TENSOR if step[6] else BUFFER)
+            elif step[0] == "scalar":
+                kinds.append(SCALAR)
+            elif step[0] == "comptime":
+                kinds.append(VALUE)
+            else:  # an aggregate: flattened into a varying number of bindings — no memo
+                self._kinds = None
+                return plan
+        self._kinds = tuple(kinds)
+        self._buffer_pos = tuple(i for i, k in enumerate(kinds) if k in (BUFFER, TENSOR))
         return plan
 
-    @api_boundary
     def __call__(self, client: Any, cube_count: Any, cube_dim: Any, *args: Any) -> None:
-        ids = tuple(map(id, args))
-        repeat = self._repeat
-        if (repeat is not None and repeat.ids == ids and repeat.client is client
-                and (repeat.cube_dim is cube_dim or repeat.cube_dim == cube_dim)
-                and isinstance(cube_count, CubeCount)):
-            # The very same arguments as a launch already checked (see the module docstring).
-            client.launch(repeat.kernel, cube_count, repeat.bindings)
-            return
-        self._launch(client, cube_count, cube_dim, args, ids)
+        __tracebackhide__ = True  # noqa: F841 - an entry point (errors.api_boundary, inline)
+        try:
+            if type(cube_count) is CubeCount:
+                ids = tuple(map(id, args))
+                for memo in self._memos:
+                    if memo.client is client and (memo.cube_dim is cube_dim
+                                                  or memo.cube_dim == cube_dim):
+                        same = SAME if memo.ids == ids else compare(
+                            self._kinds, memo.keys, args)  # type: ignore[arg-type]
+                        if same == SAME:
+                            bindings = memo.bindings()
+                            if bindings is not None:
+                                client.launch(memo.kernel, cube_count, bindings)
+                                return
+                        if same != OTHER:
+                            self._relaunch(memo, client, cube_count, args, same)
+                            return
+            self._launch(client, cube_count, cube_dim, args)
+        except CubeError as exc:
+            leave_boundary(exc)
+            raise
 
-    def _launch(self, client: Any, cube_count: Any, cube_dim: Any, args: tuple[Any, ...],
-                ids: tuple[int, ...]) -> None:
+    def _relaunch(self, memo: Memo, client: Any, cube_count: CubeCount,
+                  args: tuple[Any, ...], same: int) -> None:
+        """A launch equal to `memo`'s but for new `Bindings`: its last ones are gone (no queued
+        launch holds them), or a scalar's value changed (`same` is SCALARS). The buffers are
+        the memo's (the handles of `args`), the scalars are packed afresh if they changed."""
+        old = memo.bindings()
+        if old is not None:
+            buffers = old.buffers  # the same handles, lengths and names: never mutated
+        else:
+            buffers = [BufferBinding(args[pos].handle, items, writable, name, shape, strides)
+                       for pos, items, writable, name, shape, strides in memo.buffers]
+        if same == SAME:
+            scalars = memo.scalars
+        else:
+            scalars = self._pack_scalars(args)
+            memo.scalars = scalars
+            memo.keys = keys_of(self._kinds, args)  # type: ignore[arg-type]
+        bindings = Bindings(buffers, scalars)
+        client.launch(memo.kernel, cube_count, bindings)
+        memo.bindings = weakref.ref(bindings)
+
+    def _pack_scalars(self, args: tuple[Any, ...]) -> dict[str, list[Any]]:
+        """The runtime scalars of `args` (a memo's launch with new scalar values), checked and
+        converted as `_launch` does."""
+        name = self.fn.__name__
+        scalars: dict[str, list[Any]] = {}
+        for step, a in zip(self._plan, args[len(self.size_generics):]):  # type: ignore[arg-type]
+            if step[0] == "scalar":
+                _, _, pname, skind, elem = step
+                v = (_f32_round(a, pname, name) if skind is f32 and type(a) is float
+                     else _scalar_bytes(skind, a, pname, name))
+                group = scalars.get(elem)
+                if group is None:
+                    scalars[elem] = [v]
+                else:
+                    group.append(v)
+        return scalars
+
+    def _launch(self, client: Any, cube_count: Any, cube_dim: Any,
+                args: tuple[Any, ...]) -> None:
+        """The full check of a launch the memo does not know."""
         fn = self.fn
         name = fn.__name__
         fn.check_names()
@@ -361,11 +410,15 @@ class BoundLauncher:
                                     tuple(comptimes))
             self._kernels[key] = kernel
         bindings = launcher.launch(client, kernel, cube_count, name)
-        # The same arguments twice in a row: a loop. Keep this launch for the next one.
-        last = (ids, client, cube_dim)
-        if last == self._last and all(isinstance(a, _VALUE_TYPES + _HELD_WEAKLY) for a in args):
-            self._repeat = _Repeat(self, client, cube_dim, args, ids, kernel, bindings)
-        self._last = last
+        if self._kinds is not None:  # keep it for the next launch with equal arguments
+            try:
+                memo = Memo(client, cube_dim, self._kinds, tuple(sizes) + args, kernel,
+                            bindings, self._buffer_pos)
+            except TypeError:  # a stand-in client took a buffer without a Handle: no memo
+                return
+            memos = self._memos
+            memos.insert(0, memo)
+            del memos[MEMO_SIZE:]
 
     def _check_dim(self, name: str, cube_dim: CubeDim, props: Any) -> None:
         check_cube_dim(name, cube_dim, props)

@@ -50,7 +50,8 @@ ELEM_BYTES = 4
 class Handle:
     """Device memory: `id` (never reused), `size` in bytes, the owning device's id."""
 
-    __slots__ = ("id", "size", "device_id", "released", "_release")
+    # weak-referenceable: the frontend's launch memo keeps handles weakly (never alive)
+    __slots__ = ("id", "size", "device_id", "released", "_release", "__weakref__")
 
     def __init__(self, id: int, size: int, device_id: int) -> None:  # noqa: A002
         self.id = id
@@ -121,6 +122,7 @@ class _Frozen:
 
 
 _set = object.__setattr__
+_new = object.__new__
 
 
 class BufferArg(_Frozen):
@@ -136,6 +138,18 @@ class BufferArg(_Frozen):
 
     @staticmethod
     def from_raw_parts(handle: Handle, length: int) -> "BufferArg":
+        # Often called in the launch call itself, every launch: the common case in one test,
+        # and the object built without an `__init__` frame; `_checked_raw_parts` explains a no.
+        if (type(handle) is Handle and type(length) is int and 0 <= length
+                and length * ELEM_BYTES <= handle.size and not handle.released):
+            arg = _new(BufferArg)
+            _set(arg, "handle", handle)
+            _set(arg, "length", length)
+            return arg
+        return BufferArg._checked_raw_parts(handle, length)
+
+    @staticmethod
+    def _checked_raw_parts(handle: Handle, length: int) -> "BufferArg":
         if not isinstance(handle, Handle):
             raise TypeError(
                 f"BufferArg.from_raw_parts expects a Handle (from client.create_from_slice or "

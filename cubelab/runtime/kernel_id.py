@@ -39,7 +39,14 @@ class CubeDim:
 
     @staticmethod
     def new_1d(x: int) -> "CubeDim":
-        return CubeDim(int(x), 1, 1)
+        # Often built in the launch call, every launch: a CubeDim is an immutable value, so the
+        # same one is handed out for the same x (the launch memo then finds it by identity).
+        dim = _DIMS_1D.get(x)
+        if dim is None:
+            dim = CubeDim(int(x), 1, 1)
+            if len(_DIMS_1D) < 1024:
+                _DIMS_1D[x] = dim
+        return dim
 
     @staticmethod
     def new_2d(x: int, y: int) -> "CubeDim":
@@ -55,6 +62,9 @@ class CubeDim:
 
     def as_tuple(self) -> tuple[int, int, int]:
         return (self.x, self.y, self.z)
+
+
+_DIMS_1D: dict[Any, CubeDim] = {}  # CubeDim.new_1d's values, by the x it was given
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,10 @@ class CubeCount:
 
     @staticmethod
     def Static(x: int, y: int = 1, z: int = 1) -> "CubeCount":  # noqa: N802 - the seed's name
+        # often built in the launch call, every launch: plain ints need one test (`type(v) is
+        # int` excludes bool), anything else the loop below
+        if type(x) is int and type(y) is int and type(z) is int and x >= 0 and y >= 0 and z >= 0:
+            return CubeCount(x, y, z)
         for v in (x, y, z):
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"CubeCount.Static needs three non-negative ints, got {(x, y, z)}")
@@ -92,7 +96,7 @@ class _IO(Protocol):
     def writable(self) -> bool: ...
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Bindings:
     """A launch's runtime arguments: buffers in binding order, scalars grouped by type.
 

@@ -9,16 +9,16 @@ A dropped handle's `__del__` posts its release here too (`SimpleQueue.put` is sa
 `__del__`, on any thread), so it is handled after every task that was queued while the handle
 was alive — the launches that still use it included.
 
-Runs of one launch: a Python loop that launches the same kernel with the same arguments queues
-the same task over and over (the server's `launch`, with the same kernel, `Bindings` and count
-objects, mode and stream — only the launch number differs). When the runner takes such a launch
-it also takes every identical launch queued right behind it (up to `RUN_LIMIT`) and hands them
-to the server's `launch_run` as one run, which encodes the repeats in a tight loop
-(`Server.launch_run` says when, and why nobody can tell the difference). Only *adjacent* items
-are merged, so the order of everything on the queue is the order it was submitted in: a
-release, a host write, a sync or another thread's launch between two launches ends the run.
-The calling thread is not involved: it submits each launch as before, so nothing it does needs
-a lock.
+Runs of launches: a Python loop of launches queues launch tasks back to back (the server's
+`launch`, each with its kernel, `Bindings`, count, launch number, mode and stream). When the
+runner takes a launch it also takes every launch queued right behind it (up to `RUN_LIMIT`) and
+hands them to the server's `launch_run` as one run, which encodes them in a tight loop — a
+loop of one launch as bare repeats, a loop that alternates kernels or buffers through what the
+device thread kept of each (`Server.launch_run` says when, and why nobody can tell the
+difference). Only *adjacent* items are merged, so the order of everything on the queue is the
+order it was submitted in: a release, a host write, a sync or a profiled launch between two
+launches ends the run. The calling thread is not involved: it submits each launch as before,
+so nothing it does needs a lock.
 
 When the queue runs dry the runner calls `on_idle` (the wgpu server submits its batched
 dispatches there), so the GPU never waits for work that is already encoded. Before each
@@ -33,7 +33,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any, Callable
 
-# The most launches gathered into one run before it is encoded: gathering costs ~0.3 µs a
+# The most launches gathered into one run before it is encoded: gathering costs ~0.1 µs a
 # launch, and the device should not wait for a loop that keeps launching to stop.
 RUN_LIMIT = 256
 
@@ -59,8 +59,9 @@ class Runner:
         return self._thread
 
     def gather_runs(self, launch: Callable[..., Any], launch_run: Callable[..., Any]) -> None:
-        """Gather back-to-back identical `launch` tasks into `launch_run` calls (see above).
-        `launch` is the object clients must submit (`runner.launch`), compared by identity."""
+        """Gather back-to-back `launch` tasks into `launch_run(items)` calls (see above), each
+        item a launch's arguments. `launch` is the object clients must submit (`runner.launch`),
+        compared by identity."""
         self._launch_run = launch_run
         self.launch = launch
 
@@ -90,23 +91,22 @@ class Runner:
             else:
                 (fn, args, fut), held = held, None
             if fut is None:
-                seqs = None
+                run = None
                 # a launch (kernel, count, bindings, seq, profile, mode, stream), not profiled,
-                # with the very same launch right behind it: gather the run
+                # with another launch right behind it: gather the run
                 if fn is self.launch and not args[4]:
                     try:
                         held = get_nowait()
                     except empty:
                         pass
                     else:
-                        if held[0] is fn and held[1][2] is args[2]:
-                            seqs, held = _gather(args, held, get_nowait)
+                        if held[0] is fn and not held[1][4]:
+                            run, held = _gather(args, held, get_nowait)
                 try:
-                    if seqs is None:
+                    if run is None:
                         fn(*args)
                     else:
-                        self._launch_run(args[0], args[1], args[2], seqs,  # type: ignore[misc]
-                                         args[5], args[6])
+                        self._launch_run(run)  # type: ignore[misc]
                 except BaseException:  # noqa: BLE001 - the server records failures itself
                     pass
             else:
@@ -122,7 +122,7 @@ class Runner:
             # Let go of the task now, not when the next one arrives: its arguments may hold the
             # last reference to a handle, whose release must be queued behind this task — not
             # behind whatever call comes next (`memory_usage()` would miss it).
-            fn = args = fut = None  # type: ignore[assignment]
+            fn = args = fut = run = None  # type: ignore[assignment]
             if self._on_idle is not None and held is None and q.empty():
                 try:
                     self._on_idle()
@@ -131,31 +131,20 @@ class Runner:
 
 
 def _gather(first: tuple[Any, ...], nxt: Any,
-            get_nowait: Callable[[], Any]) -> tuple[list[int] | None, Any]:
-    """The launch numbers of the run that starts with launch `first` and goes on while the
-    queued items (`nxt`, then what `get_nowait` takes) are the same launch; and the item that
-    ended it (None if the queue ran dry or the run reached RUN_LIMIT). (Runs once per queued
-    launch of a loop: locals and one unpacking per item, no attribute or index lookups.)"""
-    kernel, count, bindings, seq, _, mode, stream = first
+            get_nowait: Callable[[], Any]) -> tuple[list[tuple[Any, ...]], Any]:
+    """The run that starts with launch `first` (its arguments) and goes on while the queued
+    items (`nxt`, then what `get_nowait` takes) are unprofiled launches; and the item that ended
+    it (None if the queue ran dry or the run reached RUN_LIMIT). `nxt` is such a launch. (Runs
+    once per queued launch of a loop: locals only, no unpacking.)"""
     fn = nxt[0]
-    seqs = [seq]
-    append = seqs.append
-    for _ in range(RUN_LIMIT - 1):
-        if nxt[0] is not fn:  # not a launch at all (its arguments are not a launch's)
-            return (seqs if len(seqs) > 1 else None), nxt
-        k, c, b, s, profile, m, st = nxt[1]
-        if (b is not bindings or k is not kernel or m is not mode or st != stream or profile
-                or (c is not count and not _same_static(c, count))):
-            return (seqs if len(seqs) > 1 else None), nxt
-        append(s)
+    run = [first, nxt[1]]
+    append = run.append
+    for _ in range(RUN_LIMIT - 2):
         try:
             nxt = get_nowait()
         except queue.Empty:
-            return seqs, None
-    return seqs, nxt
-
-
-def _same_static(a: Any, b: Any) -> bool:
-    """Two static cube counts of the same grid (a loop that builds its count each launch)."""
-    return (a.handle is None and b.handle is None and a.x == b.x and a.y == b.y
-            and a.z == b.z)
+            return run, None
+        if nxt[0] is not fn or nxt[1][4]:  # not a launch, or a profiled one: it runs alone
+            return run, nxt
+        append(nxt[1])
+    return run, None

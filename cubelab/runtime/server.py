@@ -764,55 +764,139 @@ class Server:
             return errs[0]
         return None
 
-    # -- runs of identical launches -----------------------------------------------------------
-    def launch_run(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings,
-                   seqs: list[int], mode: LaunchMode, stream: int) -> None:
-        """Launches that reached the device thread back to back with the same kernel object,
-        `Bindings` object, cube count, mode and stream — a Python loop of one launch — gathered
-        by the runner (`runner.py`) into one run, `seqs` their launch numbers in order.
+    # -- runs of launches ---------------------------------------------------------------------
+    def launch_run(self, run: list[tuple[Any, ...]]) -> None:
+        """Launches that reached the device thread back to back — a Python loop of launches —
+        gathered by the runner (`runner.py`) into one run: each item a launch's arguments
+        (kernel, count, bindings, seq, profile, mode, stream), in submission order, none
+        profiled.
 
-        Each is still its own launch: its own number, its own task towards `max_tasks`, its
-        own failure. But once one of them was dispatched the ordinary way, everything the next
-        one would do is already known — the same read and write sets, the same bind group, a
-        claim that is released at once — except the dispatch itself and its task. So
-        `_repeat` encodes only those, for as many as fit before the next `max_tasks` flush,
-        where the ordinary path would do exactly that and nobody could tell the difference:
-        none of its buffers carries a failure (no skip to propagate, no failure to repair),
-        nobody subscribes to an event published per launch (CacheHit, LaunchDispatched,
-        BufferClaimed, BufferReleased; a CacheHits tally is counted in one step), no capture
-        window, a static count, and a backend that can repeat (`dispatch_repeats`). A guarded launch's repeats each take a
-        loop-guard slot of their own and are noted for the settle, as ordinary ones are.
-        Otherwise a launch takes the ordinary path (`launch`), one at a time. (A `max_tasks`
-        flush in the middle of a run ends the backend's pass; the backend begins the next one
-        as the ordinary path would, and the repeats go on.)
+        Each is still its own launch: its own number, its own task towards `max_tasks`, its own
+        failure. But where one launch's `Bindings` were dispatched before on this pipeline, what
+        the ordinary path would derive again — read and write sets, the bind group, a claim
+        released at once — is already known, and nobody could tell the difference if only the
+        dispatch and its task were encoded: none of its buffers carries a failure (no skip to
+        propagate, no failure to repair), nobody subscribes to an event published per launch
+        (CacheHit, LaunchDispatched, BufferClaimed, BufferReleased; a CacheHits tally is
+        counted), no capture window, a static count within the device's limits, an Execute
+        verdict, and a backend that can (`dispatch_prepared`, `dispatch_repeats`). Then:
 
-        The trap this avoids: "same launch" is decided by identity (`runner.py`), never by
-        value, so a repeat cannot be a different launch that merely looks alike; and the
-        conditions are read again before every batch, because the first launch of the run
-        may itself have changed them (a compile, a failure, a flush)."""
+        - launches identical to the one before them (the same kernel object, `Bindings` object,
+          count, mode and stream: a loop of one launch) are encoded as bare repeats
+          (`_repeat`), as many as fit before the next `max_tasks` flush;
+        - any other launch whose `Bindings` the device thread prepared before (a loop that
+          alternates kernels or buffers, each launch's bindings kept by the frontend's memo) is
+          encoded with its pipeline and bind group set where they changed (`_encode_prepared`),
+          after aligning its stream.
+
+        Otherwise a launch takes the ordinary path (`launch`). A guarded launch takes a
+        loop-guard slot of its own and is noted for the settle, as ordinary ones are. (A
+        `max_tasks` flush in the middle of a run ends the backend's pass; the backend begins
+        the next one as the ordinary path would, and the run goes on.)
+
+        The trap this avoids: "the same launch" is decided by identity, never by value, so a
+        repeat cannot be a different launch that merely looks alike; and the conditions are
+        read again for every launch (and every batch of repeats), because the launch before it
+        may have changed them (a compile, a failure, a flush, a release)."""
         launch = self.launch
-        repeats = self.repeats_dispatches
-        n = len(seqs)
+        fast = self.repeats_dispatches
+        n = len(run)
         i = 0
         while i < n:
-            try:
-                rec = launch(kernel, count, bindings, seqs[i], False, mode, stream)
-            except BaseException:  # noqa: BLE001 - on its buffers already, as the runner drops it
-                rec = None
-            i += 1
-            if rec is None or not repeats:
-                continue
-            while i < n:  # batches up to each max_tasks flush, while the conditions hold
+            kernel, count, bindings, seq, _, mode, stream = run[i]
+            j = i + 1
+            while j < n:  # the identical launches right behind it
+                k, c, b, _, _, m, st = run[j]
+                if (b is not bindings or k is not kernel or m is not mode or st != stream
+                        or (c is not count and not _same_static(c, count))):
+                    break
+                j += 1
+            rec = None
+            if fast:
                 try:
-                    k = self._repeat(rec, kernel.name, count, seqs, i, stream)
+                    rec = self._encode_prepared(kernel, count, bindings, seq, mode, stream)
                 except Exception as exc:  # noqa: BLE001 - a bug here must still show at read
-                    for seq in seqs[i:]:
-                        info = LaunchInfo(kernel.name, rec.entry.kernel_id, seq, stream)
-                        fail_buffers(self.ledger, self.bus, info, rec.written, exc)
-                    return
+                    self._fail_run(kernel, bindings, [seq], stream, exc)
+                    i += 1
+                    continue
+            if rec is None:
+                try:
+                    rec = launch(kernel, count, bindings, seq, False, mode, stream)
+                except BaseException:  # noqa: BLE001 - on its buffers already (`launch`)
+                    rec = None
+            i += 1
+            if j == i:
+                continue
+            seqs = [item[3] for item in run[i:j]]
+            done = 0
+            while rec is not None and fast and done < len(seqs):  # batches of repeats
+                try:
+                    k = self._repeat(rec, kernel.name, count, seqs, done, stream)
+                except Exception as exc:  # noqa: BLE001 - a bug here must still show at read
+                    self._fail_run(kernel, bindings, seqs[done:], stream, exc)
+                    done = len(seqs)
+                    break
                 if k == 0:
                     break
-                i += k
+                done += k
+            i += done  # the rest of the identical launches: the next turns, one by one
+
+    def _fail_run(self, kernel: CubeKernel, bindings: Bindings, seqs: list[int], stream: int,
+                  exc: BaseException) -> None:
+        """Launches `seqs` of a run failed in the run's own code (a bug): each carries it."""
+        rec = bindings.prepared
+        written = rec.written if rec is not None else _written_pairs(bindings, None)
+        for seq in seqs:
+            info = LaunchInfo(kernel.name, kernel.id(), seq, stream)
+            fail_buffers(self.ledger, self.bus, info, written, exc)
+
+    def _per_launch_events(self) -> bool:
+        """Whether anyone subscribes to an event published per launch (then every launch takes
+        the ordinary path, which publishes them)."""
+        bus = self.bus
+        return bus.active and (bus.wants(ev.CacheHit) or bus.wants(ev.LaunchDispatched)
+                               or bus.wants(ev.BufferClaimed) or bus.wants(ev.BufferReleased))
+
+    def _encode_prepared(self, kernel: CubeKernel, count: CubeCount, bindings: Bindings,
+                         seq: int, mode: LaunchMode, stream: int) -> PreparedLaunch | None:
+        """Encode one launch of a run whose `Bindings` were dispatched on this pipeline before,
+        if `launch_run`'s conditions hold; its `PreparedLaunch`, or None (take the ordinary
+        path, nothing done)."""
+        rec = bindings.prepared
+        if (rec is None or mode is not _EXECUTE or count.handle is not None or self.captures
+                or rec.entry is not self.pipelines.get(kernel.id())):
+            return None
+        if self.bus.active and self._per_launch_events():
+            return None
+        touched = rec.touched
+        entries = self.ledger._entries
+        if entries:  # a failure on one of its buffers: the ordinary path skips, repairs, ...
+            for h in touched:
+                if h.id in entries:
+                    return None
+        limit = self._max_cubes
+        if self.properties is not self._max_cubes_of or (
+                count.x > limit or count.y > limit or count.z > limit):
+            return None  # the ordinary path reads the limit, and refuses what exceeds it
+        scheduler = self.scheduler
+        scheduler.align(stream, touched)
+        if not self.dispatch_prepared(rec, count, stream):
+            return None
+        entry = rec.entry
+        kernel_id, name = entry.kernel_id, kernel.name
+        slot = self.guard_slot
+        if slot is not None or self._guard_window is not None:
+            self._note_guard(LaunchInfo(name, kernel_id, seq, stream), entry, rec.reads,
+                             rec.written, slot)
+        bus = self.bus
+        if bus.active and bus.wants(ev.CacheHits):
+            self._tally_hits(name, kernel_id, entry, seq, seq, 1)
+        scheduler.register(stream, Task(name, seq, rec.written, kernel_id))
+        errs = self.take_async_errors()
+        if errs:  # the driver spoke up on the side: the launch carries it
+            fail_buffers(self.ledger, bus, LaunchInfo(name, kernel_id, seq, stream),
+                         rec.written, errs[0])
+        return rec
 
     def _repeat(self, rec: PreparedLaunch, kernel: str, count: CubeCount, seqs: list[int],
                 i: int, stream: int) -> int:
@@ -821,8 +905,7 @@ class Server:
         if count.handle is not None or self.captures:
             return 0
         bus = self.bus
-        if bus.active and (bus.wants(ev.CacheHit) or bus.wants(ev.LaunchDispatched)
-                           or bus.wants(ev.BufferClaimed) or bus.wants(ev.BufferReleased)):
+        if bus.active and self._per_launch_events():
             return 0  # someone listens for each launch: each takes the ordinary path
         entries = self.ledger._entries
         if entries:  # a failure on one of its buffers: the ordinary path skips, repairs, ...
@@ -855,7 +938,16 @@ class Server:
                              rec.written, errs[0])
         return k
 
-    repeats_dispatches = False  # True where `dispatch_repeats` can encode repeats
+    repeats_dispatches = False  # True where `dispatch_repeats` / `dispatch_prepared` can encode
+
+    def dispatch_prepared(self, rec: PreparedLaunch, count: CubeCount, stream: int) -> bool:
+        """Backend hook: encode one dispatch of `rec` (static `count`) on `stream` from what
+        `rec` holds (its pipeline, its bind group while valid), setting pipeline and bind group
+        where the stream's open pass has others. Return False when it cannot (then the launch
+        takes the ordinary path; nothing was encoded). A guarded launch takes the next
+        loop-guard slot: `guard_slot` is then set, else None."""
+        self.guard_slot = None
+        return False
 
     def dispatch_repeats(self, rec: PreparedLaunch, count: CubeCount, stream: int,
                          k: int) -> int:
@@ -920,3 +1012,10 @@ class _NoId:
 
 
 _NO_ID: Any = _NoId()
+_EXECUTE = LaunchMode.Execute
+
+
+def _same_static(a: CubeCount, b: CubeCount) -> bool:
+    """Two static cube counts of the same grid (a loop that builds its count each launch)."""
+    return (a.handle is None and b.handle is None and a.x == b.x and a.y == b.y
+            and a.z == b.z)

@@ -62,8 +62,9 @@ _GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
 
 
 class _NativePass:
-    """wgpu-native's own entry points for the calls made on every launch: the dispatch, and a
-    guarded launch's `set_bind_group` with its dynamic offset.
+    """wgpu-native's own entry points for the calls made on every launch: the dispatch, a
+    guarded launch's `set_bind_group` with its dynamic offset, and — in a run that alternates
+    kernels or buffers (`Server.launch_run`) — `set_pipeline` and `set_bind_group`.
 
     They go around wgpu-py's per-call wrapper, which pushes and pops an error slot around every
     call (and, for `set_bind_group`, builds a list and a C array of the offsets): ~0.6 µs of
@@ -78,12 +79,14 @@ class _NativePass:
     (`_ffi`, `._internal`; wgpu is pinned to 0.32 in pyproject.toml): where they are absent,
     `native_pass()` is None and the public methods are used."""
 
-    __slots__ = ("dispatch", "set_bind_group", "offset")
+    __slots__ = ("dispatch", "set_bind_group", "set_pipeline", "offset", "no_offsets")
 
     def __init__(self, ffi: Any, lib: Any) -> None:
         self.dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
         self.set_bind_group = lib.wgpuComputePassEncoderSetBindGroup
+        self.set_pipeline = lib.wgpuComputePassEncoderSetPipeline
         self.offset = ffi.new("uint32_t[1]")
+        self.no_offsets = ffi.NULL
 
 
 def native_pass() -> _NativePass | None:
@@ -509,6 +512,38 @@ class WgpuServer(Server):
         for _ in range(k):
             dispatch(p, x, y, z)
         return k
+
+    def dispatch_prepared(self, rec: PreparedLaunch, count: CubeCount, stream: int) -> bool:
+        # What `dispatch` encodes, from the prepared launch's pipeline and bind group, through
+        # wgpu-native's own calls only (`_NativePass`: they record, and cannot raise).
+        self.guard_slot = None
+        native, group = self._native, rec.backend
+        if native is None or group is None or rec.generation != self._generation:
+            return False
+        entry = rec.entry
+        guarded = entry.definition.loop_budget is not None
+        if guarded and self._guard_next >= _GUARD_SLOTS:
+            return False  # a full ring: the ordinary path settles it
+        open_ = self._open.get(stream) or self._begin_pass(stream)
+        p = open_[4]
+        if p is None:
+            return False
+        pipeline = entry.pipeline
+        if open_[2] is not pipeline:
+            native.set_pipeline(p, pipeline._internal)
+            open_[2] = pipeline
+        if guarded:
+            slot = self._guard_next
+            native.offset[0] = slot * self._guard_stride
+            native.set_bind_group(p, 0, group._internal, 1, native.offset)
+            open_[3] = None  # the next launch sets its own offset
+            self._guard_next = slot + 1
+            self.guard_slot = slot
+        elif open_[3] is not group:
+            native.set_bind_group(p, 0, group._internal, 0, native.no_offsets)
+            open_[3] = group
+        native.dispatch(p, count.x, count.y, count.z)
+        return True
 
     def resolve_dynamic_count(self, handle: Handle) -> tuple[int, int, int] | None:
         return None  # indirect dispatch: the GPU reads the count itself

@@ -1,0 +1,137 @@
+"""The launch memo: a bound launcher's recent launches, kept by value, so that a loop which builds
+its arguments in the call checks them once.
+
+The README's loop, the seeds' and every chapter's build new argument objects on every launch:
+
+    for _ in range(400):
+        saxpy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(4), 4, 2.0,
+                          BufferArg.from_raw_parts(x, 16), BufferArg.from_raw_parts(y, 16))
+
+Each launch is the same launch as the last one: the same handles, lengths, numbers. A `Memo`
+keeps what one checked launch was made of — per argument a *key* — and the `KernelInstance` and
+`Bindings` it produced. `compare` says whether new arguments are that launch again (`SAME`), the
+same but for a runtime scalar's value (`SCALARS`: the kernel instance and the buffers hold, the
+scalars are packed afresh), or another launch (`OTHER`: the full check runs). Handing the very
+same `Bindings` over again is what lets the device thread take a loop as a run of identical
+launches (`runtime/runner.py`) and reuse what it derived from them (`server.PreparedLaunch`).
+
+What "the same" means, exactly (anything else is `OTHER`, never a guess):
+
+- a `BufferArg`: the same `Handle` object and length; a `TensorArg`: the same handle, shape and
+  strides (its length is the handle's). Handles are compared by identity, never by id or value;
+- a number or string: the same type and value, a float's sign included (`-0.0` after `0.0` is a
+  new scalar: they compare equal, the kernel sees the sign); NaN is never the same as a new NaN;
+- anything else (numpy scalars, `ScalarArg`, comptime tuples): the very same object. Launch
+  arguments are values (`runtime/handle.py`: immutable), so the same object checks the same.
+
+The trap — lifetime. A memo outlives the argument objects (they die after every launch in the
+loop above), yet it must never keep a buffer alive: a handle dropped by the student releases its
+memory at once, memo or not. So a memo holds handles weakly (`weakref.ref`) and its `Bindings`
+weakly too (they hold the handles): the `Bindings` stay alive exactly as long as a queued launch
+still holds them, which is when a loop is ahead of the device thread — when runs form. When they
+are gone, the next equal launch gets new `Bindings` built from the memo's `buffers` (no
+signature check, no scalar conversion) and the client's gates check them as new.
+
+Cost matters: `compare` runs on every launch of such a loop (a few dozen bytecodes per argument,
+no allocation); see benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import weakref
+from math import copysign
+from typing import Any
+
+from cubelab.runtime.handle import BufferArg, TensorArg
+
+# What a launcher's positional argument (after client, count, dim) is, for `compare`.
+VALUE = 0  # a vector size or a comptime value: part of the kernel instance
+BUFFER = 1  # a Slice / SliceMut: a BufferArg
+TENSOR = 2  # a Tensor: a TensorArg
+SCALAR = 3  # a runtime scalar: packed into the launch's info block
+
+# `compare`'s answers
+OTHER, SCALARS, SAME = 0, 1, 2
+
+# memos kept per bound launcher: a ping-pong of two buffer sets needs two
+MEMO_SIZE = 4
+
+
+class Memo:
+    """One checked launch of a bound launcher (see the module docstring).
+
+    Two ways to recognise it. `ids`: the argument objects' ids, while every one of those objects
+    lives — a loop that hands over the very same objects (built before the loop) is found by
+    one tuple comparison. The buffer arguments are held weakly, and the first one to die sets
+    `ids` to None (its id may be reused by a new object); the values are held, so theirs cannot
+    be. `keys`: what `compare` checks, for a loop that builds new arguments every launch."""
+
+    __slots__ = ("client", "cube_dim", "keys", "kernel", "scalars", "bindings", "buffers",
+                 "ids", "refs", "values", "__weakref__")
+
+    def __init__(self, client: Any, cube_dim: Any, kinds: tuple[int, ...],
+                 args: tuple[Any, ...], kernel: Any, bindings: Any,
+                 positions: tuple[int, ...]) -> None:
+        self.client, self.cube_dim, self.kernel = client, cube_dim, kernel
+        self.keys = keys_of(kinds, args)
+        self.ids: tuple[int, ...] | None = tuple(map(id, args))
+        me = weakref.ref(self)
+
+        def dead(_: Any) -> None:
+            memo = me()
+            if memo is not None:
+                memo.ids = None
+
+        self.refs = [weakref.ref(a, dead) for a, kind in zip(args, kinds)
+                     if kind == BUFFER or kind == TENSOR]
+        self.values = [a for a, kind in zip(args, kinds) if kind != BUFFER and kind != TENSOR]
+        self.scalars = bindings.scalars
+        self.bindings: Any = weakref.ref(bindings)
+        # per binding, in order: (argument position, items, writable, name, shape, strides) —
+        # what a new `Bindings` is built from once the last one is gone
+        self.buffers = tuple((pos, b.items, b.writable, b.name, b.shape, b.strides)
+                             for pos, b in zip(positions, bindings.buffers))
+
+
+def keys_of(kinds: tuple[int, ...], args: tuple[Any, ...]) -> tuple[Any, ...]:
+    keys: list[Any] = []
+    for kind, a in zip(kinds, args):
+        if kind == BUFFER:
+            keys.append((weakref.ref(a.handle), a.length))
+        elif kind == TENSOR:
+            keys.append((weakref.ref(a.handle), a.shape, a.strides))
+        else:
+            keys.append(a)
+    return tuple(keys)
+
+
+def compare(kinds: tuple[int, ...], keys: tuple[Any, ...], args: tuple[Any, ...]) -> int:
+    """`SAME`, `SCALARS` or `OTHER` (see the module docstring). Runs on every launch of a loop:
+    locals only, one pass, the common answers first."""
+    if len(args) != len(keys):
+        return OTHER
+    answer = SAME
+    for kind, a, k in zip(kinds, args, keys):
+        if a is k:
+            continue
+        if kind == BUFFER:
+            if type(a) is not BufferArg or a.handle is not k[0]() or a.length != k[1]:
+                return OTHER
+            continue
+        if kind == TENSOR:
+            if (type(a) is not TensorArg or a.handle is not k[0]() or a.shape != k[1]
+                    or a.strides != k[2]):
+                return OTHER
+            continue
+        t = type(a)
+        if t is not type(k):
+            same = False
+        elif t is float:
+            same = a == k and (a != 0.0 or copysign(1.0, a) == copysign(1.0, k))
+        else:
+            same = (t is int or t is str) and a == k
+        if not same:
+            if kind != SCALAR:
+                return OTHER
+            answer = SCALARS
+    return answer
