@@ -11,9 +11,6 @@ queued back to back for sure.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -27,86 +24,17 @@ from cubelab.runtime import events as ev
 from tests.fixtures.launch_run_kernels import add_one, double, serial_sum
 from tests.fixtures.seed001_kernels import scale_slow
 
-ONE = (CubeCount.Static(1), CubeDim.new_1d(8))
-
-SERIAL = (CubeCount.Static(1), CubeDim.new_1d(1))
-
-
-def floats(client, values):  # type: ignore[no-untyped-def]
-    return client.create_from_slice(f32.as_bytes(np.asarray(values, dtype=np.float32)))
-
-
-def read(client, h):  # type: ignore[no-untyped-def]
-    return f32.from_bytes(client.read_one(h))
-
-
-def warm(client, launch, *args, grid=ONE):  # type: ignore[no-untyped-def]
-    """Compile, and let the frontend keep the launch (its memo hands the same `Bindings` over
-    to equal launches while a queued one holds them): then every launch of the loop is the same
-    task. One launch, so it forms no run of its own. Leaves the buffers as they were."""
-    with cubelab.dry_run():
-        launch(client, *grid, *args)
-    client.sync()
-
-
-@contextmanager
-def held(client: Any) -> Iterator[None]:
-    """The device thread waits until the block ends: what is launched inside queues up."""
-    gate = threading.Event()
-    client.device.runner.submit(gate.wait, 30)
-    try:
-        yield
-    finally:
-        gate.set()
-
-
-@pytest.fixture
-def runs(client, monkeypatch):  # type: ignore[no-untyped-def]
-    """The runs the runner hands to the server: (launch numbers, streams) per run."""
-    runner = client.device.runner
-    seen: list[tuple[list[int], list[int]]] = []
-    real = runner._launch_run
-
-    def spy(run):  # type: ignore[no-untyped-def]
-        seen.append(([item[3] for item in run], [item[6] for item in run]))
-        return real(run)
-
-    monkeypatch.setattr(runner, "_launch_run", spy)
-    return seen
-
-
-@pytest.fixture
-def prepared(client, monkeypatch):  # type: ignore[no-untyped-def]
-    """How many launches of a run the backend encoded from their prepared bindings, pipeline
-    and bind group set where they changed (`Server.launch_run`; only wgpu does)."""
-    server = client.device.server
-    encoded: list[bool] = []
-    real = server.dispatch_prepared
-
-    def spy(rec, count, stream):  # type: ignore[no-untyped-def]
-        done = real(rec, count, stream)
-        if done:
-            encoded.append(done)
-        return done
-
-    monkeypatch.setattr(server, "dispatch_prepared", spy)
-    return encoded
-
-
-@pytest.fixture
-def repeats(client, monkeypatch):  # type: ignore[no-untyped-def]
-    """How many dispatches the backend encoded as bare repeats (only wgpu has them)."""
-    server = client.device.server
-    encoded: list[int] = []
-    real = server.dispatch_repeats
-
-    def spy(rec, count, stream, k):  # type: ignore[no-untyped-def]
-        done = real(rec, count, stream, k)
-        encoded.append(done)
-        return done
-
-    monkeypatch.setattr(server, "dispatch_repeats", spy)
-    return encoded
+from tests.fixtures.run_spies import (  # noqa: F401 - fixtures
+    ONE,
+    SERIAL,
+    floats,
+    held,
+    prepared,
+    read,
+    repeats,
+    runs,
+    warm,
+)
 
 
 def test_identical_launches_queued_back_to_back_run_as_one_run_with_the_same_result(
@@ -337,7 +265,7 @@ def test_a_refused_submission_in_the_middle_of_a_run_fails_the_launches_it_carri
     old = client.max_tasks
     client.set_max_tasks(4)
     monkeypatch.setattr(runner, "_launch_run", lambda run: (
-        seen.append([item[3] for item in run]), real(run)))
+        seen.append([s for _, seqs in run for s in seqs]), real(run)))
     runner.call(setattr, server, "queue", _RefusingSecondSubmit(server.queue))
     try:
         with held(client):

@@ -77,6 +77,22 @@ class InfoLayout:
         or one per tensor argument; only the tensors' entries are used. Each tensor's logical
         length is computed here, from its shape (`logical_length`).
         """
+        if not self.tensors:  # every launch with new scalars packs: the common case, precompiled
+            fast = self.__dict__.get("_fast") or self._compile_fast()
+            st, fields, meta = fast
+            values: list[Any] = []
+            for elem, count, is_bool in fields:
+                got = scalars.get(elem, ())
+                if is_bool:
+                    got = [1 if v else 0 for v in got]
+                values += got
+                if len(got) < count:
+                    values += [0] * (count - len(got))
+            values += lengths
+            if len(lengths) < meta:
+                values += [0] * (meta - len(lengths))
+            if not any(t is not None for t in tensors):
+                return st.pack(*values)  # type: ignore[no-any-return]
         metas = [t for t in tensors if t is not None]
         if len(metas) != self.tensors:
             raise ValueError(f"this kernel has {self.tensors} tensor argument(s), the launch "
@@ -102,6 +118,18 @@ class InfoLayout:
                 values = [1 if v else 0 for v in values]
             out += struct.pack(f"<{f.count}{code}", *values)
         return bytes(out)
+
+    def _compile_fast(self) -> tuple[struct.Struct, tuple[tuple[str, int, bool], ...], int]:
+        """`pack`'s precompiled form for a layout without tensors: one `struct.Struct` for the
+        whole block, the scalar fields in order, the static_meta words. Kept on the (frozen)
+        layout, outside its fields."""
+        fmt = "<" + "".join(f"{f.count}{_PACK[f.elem]}" for f in self.fields)
+        fields = tuple((f.elem, f.count, f.elem == "bool") for f in self.fields
+                       if f.name.startswith("scalars_"))
+        meta = next(f.count for f in self.fields if f.name == "static_meta")
+        fast = (struct.Struct(fmt), fields, meta)
+        object.__setattr__(self, "_fast", fast)
+        return fast
 
 
 def info_layout(kernel: KernelDefinition) -> InfoLayout:

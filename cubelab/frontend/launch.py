@@ -37,15 +37,14 @@ from cubelab.frontend.launch_memo import (
     TENSOR,
     VALUE,
     Memo,
-    compare,
-    keys_of,
+    comparer,
 )
 from cubelab.frontend.instance import KernelInstance
 from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind, bool_, f32, u32
 from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
 from cubelab.runtime.kernel_id import CubeDim, ExecutionMode
 from cubelab.runtime.kernel_launcher import KernelLauncher, check_cube_dim
-from cubelab.runtime.launch_args import Bindings, BufferBinding, CubeCount
+from cubelab.runtime.launch_args import Bindings, BufferBinding, CubeCount, SharedPrepared
 
 if TYPE_CHECKING:
     from cubelab.frontend.kernel import CubeFunction
@@ -209,7 +208,11 @@ class BoundLauncher:
         # what each positional argument is, None when the memo is off (a @cube_type argument)
         self._memos: list[Memo] = []
         self._kinds: tuple[int, ...] | None = None
+        self._compare: Any = None  # launch_memo.comparer(_kinds)
         self._buffer_pos: tuple[int, ...] = ()  # argument position of each binding, in order
+        # per runtime scalar: (argument position, name, kind, elem), for `_pack_scalars`
+        self._scalar_steps: tuple[tuple[int, str, Any, str], ...] = ()
+        self._scalar_keys: tuple[tuple[int, int], ...] = ()
 
     def _build_plan(self) -> list[tuple[Any, ...]]:
         """Per parameter, what a launch checks and packs, resolved once: the launch path then
@@ -241,7 +244,16 @@ class BoundLauncher:
                 self._kinds = None
                 return plan
         self._kinds = tuple(kinds)
+        self._compare = comparer(self._kinds)
         self._buffer_pos = tuple(i for i, k in enumerate(kinds) if k in (BUFFER, TENSOR))
+        self._scalar_steps = tuple((nsz + i, step[2], step[3], step[4])
+                                   for i, step in enumerate(plan) if step[0] == "scalar")
+        at, scalar_keys = 0, []  # (argument position, index in a memo's keys) per scalar
+        for pos, kind in enumerate(kinds):
+            if kind == SCALAR:
+                scalar_keys.append((pos, at))
+            at += 2 if kind == BUFFER else 3 if kind == TENSOR else 1
+        self._scalar_keys = tuple(scalar_keys)
         return plan
 
     def __call__(self, client: Any, cube_count: Any, cube_dim: Any, *args: Any) -> None:
@@ -252,8 +264,7 @@ class BoundLauncher:
                 for memo in self._memos:
                     if memo.client is client and (memo.cube_dim is cube_dim
                                                   or memo.cube_dim == cube_dim):
-                        same = SAME if memo.ids == ids else compare(
-                            self._kinds, memo.keys, args)  # type: ignore[arg-type]
+                        same = SAME if memo.ids == ids else self._compare(args, memo.keys)
                         if same == SAME:
                             bindings = memo.bindings()
                             if bindings is not None:
@@ -272,19 +283,29 @@ class BoundLauncher:
         """A launch equal to `memo`'s but for new `Bindings`: its last ones are gone (no queued
         launch holds them), or a scalar's value changed (`same` is SCALARS). The buffers are
         the memo's (the handles of `args`), the scalars are packed afresh if they changed."""
-        old = memo.bindings()
-        if old is not None:
-            buffers = old.buffers  # the same handles, lengths and names: never mutated
-        else:
-            buffers = [BufferBinding(args[pos].handle, items, writable, name, shape, strides)
-                       for pos, items, writable, name, shape, strides in memo.buffers]
         if same == SAME:
             scalars = memo.scalars
         else:
             scalars = self._pack_scalars(args)
             memo.scalars = scalars
-            memo.keys = keys_of(self._kinds, args)  # type: ignore[arg-type]
-        bindings = Bindings(buffers, scalars)
+            keys = list(memo.keys)
+            for pos, at in self._scalar_keys:
+                keys[at] = args[pos]
+            memo.keys = tuple(keys)
+        old = memo.bindings()
+        if old is not None:
+            # the same handles, lengths and names: the buffers list (never mutated) and what
+            # both threads derived from it alone (`Bindings.prepared`, `.checked`, `.family`)
+            # are shared
+            family = old.family
+            if family is None:
+                family = old.family = SharedPrepared()
+            bindings = Bindings(old.buffers, scalars, old.prepared, old.checked, None, family)
+        else:
+            bindings = Bindings([BufferBinding(args[pos].handle, items, writable, name, shape,
+                                               strides)
+                                 for pos, items, writable, name, shape, strides in memo.buffers],
+                                scalars)
         client.launch(memo.kernel, cube_count, bindings)
         memo.bindings = weakref.ref(bindings)
 
@@ -293,16 +314,15 @@ class BoundLauncher:
         converted as `_launch` does."""
         name = self.fn.__name__
         scalars: dict[str, list[Any]] = {}
-        for step, a in zip(self._plan, args[len(self.size_generics):]):  # type: ignore[arg-type]
-            if step[0] == "scalar":
-                _, _, pname, skind, elem = step
-                v = (_f32_round(a, pname, name) if skind is f32 and type(a) is float
-                     else _scalar_bytes(skind, a, pname, name))
-                group = scalars.get(elem)
-                if group is None:
-                    scalars[elem] = [v]
-                else:
-                    group.append(v)
+        for pos, pname, skind, elem in self._scalar_steps:
+            a = args[pos]
+            v = (_f32_round(a, pname, name) if skind is f32 and type(a) is float
+                 else _scalar_bytes(skind, a, pname, name))
+            group = scalars.get(elem)
+            if group is None:
+                scalars[elem] = [v]
+            else:
+                group.append(v)
         return scalars
 
     def _launch(self, client: Any, cube_count: Any, cube_dim: Any,

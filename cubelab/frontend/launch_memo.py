@@ -9,11 +9,17 @@ The README's loop, the seeds' and every chapter's build new argument objects on 
 
 Each launch is the same launch as the last one: the same handles, lengths, numbers. A `Memo`
 keeps what one checked launch was made of — per argument a *key* — and the `KernelInstance` and
-`Bindings` it produced. `compare` says whether new arguments are that launch again (`SAME`), the
-same but for a runtime scalar's value (`SCALARS`: the kernel instance and the buffers hold, the
-scalars are packed afresh), or another launch (`OTHER`: the full check runs). Handing the very
-same `Bindings` over again is what lets the device thread take a loop as a run of identical
-launches (`runtime/runner.py`) and reuse what it derived from them (`server.PreparedLaunch`).
+`Bindings` it produced. A comparison (`comparer` writes one per launcher signature) says whether
+new arguments are that launch again (`SAME`), the same but for a runtime scalar's value
+(`SCALARS`: the kernel instance and the buffers hold, the scalars are packed afresh, and the new
+`Bindings` share the buffers list and what both threads derived from it), or another launch
+(`OTHER`: the full check runs). Handing the very same `Bindings` over again is what lets the
+device thread take a loop as a run of identical launches (`runtime/runner.py`) and reuse what it
+derived from them (`server.PreparedLaunch`).
+
+No kernel is ever launched with arguments other than its own: a memo's buffers are only handed
+over again for launches whose handles *are* its handles (the same objects), and everything else
+a launch is made of is compared as below.
 
 What "the same" means, exactly (anything else is `OTHER`, never a guess):
 
@@ -30,27 +36,28 @@ memory at once, memo or not. So a memo holds handles weakly (`weakref.ref`) and 
 weakly too (they hold the handles): the `Bindings` stay alive exactly as long as a queued launch
 still holds them, which is when a loop is ahead of the device thread — when runs form. When they
 are gone, the next equal launch gets new `Bindings` built from the memo's `buffers` (no
-signature check, no scalar conversion) and the client's gates check them as new.
+signature check, no scalar conversion) and the client's gates check them as new. (Numbers and
+strings are held: they keep nothing alive.)
 
-Cost matters: `compare` runs on every launch of such a loop (a few dozen bytecodes per argument,
-no allocation); see benchmarks/README.md.
+Cost matters: the comparison runs on every launch of such a loop (a dozen bytecodes per argument,
+no allocation; see benchmarks/README.md).
 """
 
 from __future__ import annotations
 
 import weakref
 from math import copysign
-from typing import Any
+from typing import Any, Callable
 
 from cubelab.runtime.handle import BufferArg, TensorArg
 
-# What a launcher's positional argument (after client, count, dim) is, for `compare`.
+# What a launcher's positional argument (after client, count, dim) is, for `comparer`.
 VALUE = 0  # a vector size or a comptime value: part of the kernel instance
 BUFFER = 1  # a Slice / SliceMut: a BufferArg
 TENSOR = 2  # a Tensor: a TensorArg
 SCALAR = 3  # a runtime scalar: packed into the launch's info block
 
-# `compare`'s answers
+# the comparison's answers
 OTHER, SCALARS, SAME = 0, 1, 2
 
 # memos kept per bound launcher: a ping-pong of two buffer sets needs two
@@ -64,7 +71,7 @@ class Memo:
     lives — a loop that hands over the very same objects (built before the loop) is found by
     one tuple comparison. The buffer arguments are held weakly, and the first one to die sets
     `ids` to None (its id may be reused by a new object); the values are held, so theirs cannot
-    be. `keys`: what `compare` checks, for a loop that builds new arguments every launch."""
+    be. `keys`: what the comparison checks, for a loop that builds new arguments every launch."""
 
     __slots__ = ("client", "cube_dim", "keys", "kernel", "scalars", "bindings", "buffers",
                  "ids", "refs", "values", "__weakref__")
@@ -94,44 +101,68 @@ class Memo:
 
 
 def keys_of(kinds: tuple[int, ...], args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What the comparison checks new arguments against, flat: a value itself; a buffer's handle
+    (weakly) and length; a tensor's handle (weakly), shape and strides."""
     keys: list[Any] = []
     for kind, a in zip(kinds, args):
         if kind == BUFFER:
-            keys.append((weakref.ref(a.handle), a.length))
+            keys += (weakref.ref(a.handle), a.length)
         elif kind == TENSOR:
-            keys.append((weakref.ref(a.handle), a.shape, a.strides))
+            keys += (weakref.ref(a.handle), a.shape, a.strides)
         else:
             keys.append(a)
     return tuple(keys)
 
 
-def compare(kinds: tuple[int, ...], keys: tuple[Any, ...], args: tuple[Any, ...]) -> int:
-    """`SAME`, `SCALARS` or `OTHER` (see the module docstring). Runs on every launch of a loop:
-    locals only, one pass, the common answers first."""
-    if len(args) != len(keys):
-        return OTHER
-    answer = SAME
-    for kind, a, k in zip(kinds, args, keys):
-        if a is k:
-            continue
+def same_value(a: Any, k: Any) -> bool:
+    """Whether value `a` checks as `k` did (not the same object: see the module docstring)."""
+    t = type(a)
+    if t is not type(k):
+        return False
+    if t is float:
+        return a == k and (a != 0.0 or copysign(1.0, a) == copysign(1.0, k))
+    return (t is int or t is str) and a == k
+
+
+_COMPARES: dict[tuple[int, ...], Callable[[tuple[Any, ...], tuple[Any, ...]], int]] = {}
+
+
+def comparer(kinds: tuple[int, ...]) -> Callable[[tuple[Any, ...], tuple[Any, ...]], int]:
+    """`compare(args, keys)` for a launcher whose arguments are `kinds`: `SAME`, `SCALARS` or
+    `OTHER` (see the module docstring). It runs on every launch of a loop, so it is written out
+    for these kinds, one line per argument (a loop over the arguments costs twice as many
+    bytecodes); the source is in `compare.source`."""
+    found = _COMPARES.get(kinds)
+    if found is not None:
+        return found
+    n = len(kinds)
+    keys: list[str] = []
+    checks: list[str] = []
+    for i, kind in enumerate(kinds):
+        a = f"a{i}"
         if kind == BUFFER:
-            if type(a) is not BufferArg or a.handle is not k[0]() or a.length != k[1]:
-                return OTHER
-            continue
-        if kind == TENSOR:
-            if (type(a) is not TensorArg or a.handle is not k[0]() or a.shape != k[1]
-                    or a.strides != k[2]):
-                return OTHER
-            continue
-        t = type(a)
-        if t is not type(k):
-            same = False
-        elif t is float:
-            same = a == k and (a != 0.0 or copysign(1.0, a) == copysign(1.0, k))
+            keys += [f"h{i}", f"n{i}"]
+            checks.append(f"if type({a}) is not BufferArg or {a}.handle is not h{i}() "
+                          f"or {a}.length != n{i}: return {OTHER}")
+        elif kind == TENSOR:
+            keys += [f"h{i}", f"s{i}", f"t{i}"]
+            checks.append(f"if type({a}) is not TensorArg or {a}.handle is not h{i}() "
+                          f"or {a}.shape != s{i} or {a}.strides != t{i}: return {OTHER}")
         else:
-            same = (t is int or t is str) and a == k
-        if not same:
-            if kind != SCALAR:
-                return OTHER
-            answer = SCALARS
-    return answer
+            keys.append(f"k{i}")
+            miss = f"return {OTHER}" if kind != SCALAR else f"answer = {SCALARS}"
+            checks.append(f"if {a} is not k{i} and not same_value({a}, k{i}): {miss}")
+    lines = ["def compare(args, keys):", f"    if len(args) != {n}: return {OTHER}"]
+    if n:
+        lines.append(f"    {', '.join(f'a{i}' for i in range(n))}, = args")
+        lines.append(f"    {', '.join(keys)}, = keys")
+    lines.append(f"    answer = {SAME}")
+    lines += [f"    {c}" for c in checks]
+    lines.append("    return answer")
+    source = "\n".join(lines) + "\n"
+    namespace = {"BufferArg": BufferArg, "TensorArg": TensorArg, "same_value": same_value}
+    exec(compile(source, f"<cubelab launch memo {kinds}>", "exec"), namespace)  # noqa: S102
+    fn = namespace["compare"]
+    fn.source = source  # type: ignore[attr-defined]
+    _COMPARES[kinds] = fn  # type: ignore[assignment]
+    return fn  # type: ignore[no-any-return]

@@ -13,7 +13,7 @@ from typing import Any, Protocol, Sequence
 
 from cubelab.runtime.handle import Handle
 
-__all__ = ["Bindings", "BufferBinding", "CubeCount"]
+__all__ = ["Bindings", "BufferBinding", "CubeCount", "SharedPrepared"]
 
 
 class CubeCount:
@@ -28,16 +28,36 @@ class CubeCount:
     """
 
     __slots__ = ("x", "y", "z", "handle")
+    x: int
+    y: int
+    z: int
+    handle: Handle | None
 
     def __init__(self, x: int, y: int, z: int, handle: Handle | None = None) -> None:
-        self.x, self.y, self.z, self.handle = x, y, z, handle
+        _set(self, "x", x)
+        _set(self, "y", y)
+        _set(self, "z", z)
+        _set(self, "handle", handle)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("CubeCount is immutable (a launch argument is a value): make a new "
+                             f"one instead of setting `{name}`")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
 
     @staticmethod
     def Static(x: int, y: int = 1, z: int = 1) -> "CubeCount":  # noqa: N802 - the seed's name
-        # often built in the launch call, every launch: plain ints need one test (`type(v) is
-        # int` excludes bool), anything else the loop below
+        # Often built in the launch call, every launch: plain ints need one test (`type(v) is
+        # int` excludes bool), and a count is an immutable value, so the same grid gets the same
+        # object (the device thread then finds a loop's identical launches by identity).
         if type(x) is int and type(y) is int and type(z) is int and x >= 0 and y >= 0 and z >= 0:
-            return CubeCount(x, y, z)
+            key = (x, y, z)
+            count = _STATIC.get(key)
+            if count is None:
+                count = CubeCount(x, y, z)
+                if len(_STATIC) < 1024:
+                    _STATIC[key] = count
+            return count
         for v in (x, y, z):
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"CubeCount.Static needs three non-negative ints, got {(x, y, z)}")
@@ -70,6 +90,10 @@ class CubeCount:
         return f"CubeCount.Static({self.x}, {self.y}, {self.z})"
 
 
+_set = object.__setattr__
+_STATIC: dict[tuple[int, int, int], CubeCount] = {}  # CubeCount.Static's values, by grid
+
+
 @dataclass(slots=True)
 class BufferBinding:
     """One buffer argument as the server sees it: which memory, how many items, declared IO.
@@ -86,6 +110,18 @@ class BufferBinding:
     # dynamic_meta, see compiler/info.py). None for plain slices.
     shape: tuple[int, ...] | None = None
     strides: tuple[int, ...] | None = None
+
+
+class SharedPrepared:
+    """The device thread's `PreparedLaunch` of one buffers list, for every `Bindings` built on
+    that list (`Bindings.family`). A cell, because the calling thread builds the bindings of a
+    loop long before the device thread prepares the first of them. Only Bindings hold it (never
+    a memo), so it keeps no handle alive that they do not."""
+
+    __slots__ = ("prepared",)
+
+    def __init__(self) -> None:
+        self.prepared: Any = None
 
 
 class _IO(Protocol):
@@ -105,18 +141,27 @@ class Bindings:
     compile); then the declared IO; then every buffer. See `buffer_io.py` for why it over-names.
     """
 
-    buffers: list[BufferBinding]
+    buffers: list[BufferBinding]  # never mutated once built: launches may share the list
     scalars: dict[str, list[Any]]
-    # The device thread's memo of what it derived from these bindings for one pipeline (write
-    # and read sets, the backend's bind group: `server.PreparedLaunch`). Written and read on
-    # the device thread only. The calling thread hands the *same* Bindings to every launch whose
-    # arguments are the same objects (`frontend/launch.py`), so a loop of identical launches
-    # derives it once. Never compared: two launches' bindings are never "the same" by value.
+    # The device thread's memo of what it derived from these bindings' *buffers* for one
+    # pipeline (write and read sets, the backend's bind group: `server.PreparedLaunch`) —
+    # never from the scalars, so bindings that share their `buffers` list may share it.
+    # Written and read on the device thread only. The calling thread hands the *same* Bindings
+    # to every launch with equal arguments, and bindings sharing the buffers list (and these
+    # memos) to one whose scalars changed (`frontend/launch_memo.py`), so a loop derives it
+    # once. Never compared: two launches' bindings are never "the same" by value.
     prepared: Any = field(default=None, compare=False, repr=False)
     # The calling thread's memo, its counterpart: (client, handle.frees, large) once a client's
-    # gates passed these bindings (`Client.launch`), so a loop re-checks nothing until a handle
-    # is freed.
+    # gates passed these bindings' handles (`Client.launch`), so a loop re-checks nothing until
+    # a handle is freed.
     checked: Any = field(default=None, compare=False, repr=False)
+    # The device thread's packed info block (scalars, lengths, tensor metadata) for one
+    # pipeline: (entry, bytes) — what depends on the scalars (`runtime/wgpu/server.py`).
+    packed: Any = field(default=None, compare=False, repr=False)
+    # Bindings that share their buffers list (a loop whose scalars change) share this cell:
+    # the first of them the device thread prepares leaves its `prepared` here for the others,
+    # which the calling thread built before any was prepared (`SharedPrepared`).
+    family: "SharedPrepared | None" = field(default=None, compare=False, repr=False)
 
     def scalar_key(self) -> tuple[Any, ...]:
         """The scalars as a cache key (the wgpu bind groups', the CPU runtime's uniform values):

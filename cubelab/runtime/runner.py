@@ -130,21 +130,34 @@ class Runner:
                     pass
 
 
-def _gather(first: tuple[Any, ...], nxt: Any,
-            get_nowait: Callable[[], Any]) -> tuple[list[tuple[Any, ...]], Any]:
+def _gather(first: tuple[Any, ...], nxt: Any, get_nowait: Callable[[], Any]
+            ) -> tuple[list[tuple[tuple[Any, ...], list[int]]], Any]:
     """The run that starts with launch `first` (its arguments) and goes on while the queued
-    items (`nxt`, then what `get_nowait` takes) are unprofiled launches; and the item that ended
-    it (None if the queue ran dry or the run reached RUN_LIMIT). `nxt` is such a launch. (Runs
-    once per queued launch of a loop: locals only, no unpacking.)"""
+    items (`nxt`, then what `get_nowait` takes) are unprofiled launches, as groups of identical
+    launches: (the first one's arguments, the launch numbers of all of them). Identical: the
+    same kernel, `Bindings` and mode objects, the same stream and grid. Also returns the item
+    that ended the run: None if the queue ran dry, the next item at `RUN_LIMIT`. `nxt` is such
+    a launch. (Runs once per queued launch of a loop: locals only, one unpacking per item.)"""
     fn = nxt[0]
-    run = [first, nxt[1]]
-    append = run.append
-    for _ in range(RUN_LIMIT - 2):
+    kernel, count, bindings, seq, _, mode, stream = first
+    seqs = [seq]
+    groups = [(first, seqs)]
+    item = nxt[1]
+    for _ in range(RUN_LIMIT - 1):
+        k, c, b, s, _, m, st = item
+        if (b is bindings and k is kernel and m is mode and st == stream
+                and (c is count or (c.handle is None and count.handle is None and c.x == count.x
+                                    and c.y == count.y and c.z == count.z))):
+            seqs.append(s)
+        else:
+            kernel, count, bindings, mode, stream = k, c, b, m, st
+            seqs = [s]
+            groups.append((item, seqs))
         try:
             nxt = get_nowait()
         except queue.Empty:
-            return run, None
+            return groups, None
         if nxt[0] is not fn or nxt[1][4]:  # not a launch, or a profiled one: it runs alone
-            return run, nxt
-        append(nxt[1])
-    return run, None
+            return groups, nxt
+        item = nxt[1]
+    return groups, nxt

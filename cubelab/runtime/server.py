@@ -680,16 +680,32 @@ class Server:
         return ran
 
     def _prepare(self, entry: PipelineEntry, bindings: Bindings) -> PreparedLaunch:
-        """Walk the write/read-set fallback chain for `bindings` on `entry` (see PreparedLaunch)."""
+        """`bindings`' PreparedLaunch on `entry`, kept on them: their family's (bindings on the
+        same buffers list, `Bindings.family`), else the write/read-set fallback chain walked
+        now (see PreparedLaunch)."""
+        family = bindings.family
+        if family is not None:
+            rec = family.prepared
+            if rec is not None and rec.entry is entry:
+                bindings.prepared = rec
+                return rec  # type: ignore[no-any-return]
+        rec = bindings.prepared = self._walk(entry, bindings)
+        if family is not None:
+            family.prepared = rec
+        return rec
+
+    def _walk(self, entry: PipelineEntry, bindings: Bindings) -> PreparedLaunch:
+        """Walk the write/read-set fallback chain for `bindings` on `entry`."""
         io = entry.io
         bufs = bindings.buffers
+        touched = [b.handle for b in bufs]
         if io is not None and len(io) == len(bufs):
-            written = [(bufs[i].handle, bufs[i].name) for i in entry.written_idx]
-            reads = [bufs[i].handle for i in entry.read_idx]
+            written = [(touched[i], bufs[i].name) for i in entry.written_idx]
+            reads = [touched[i] for i in entry.read_idx]
         else:
             written = _written_pairs(bindings, io)
             reads = bindings.buffers_read(io)
-        return PreparedLaunch(entry, written, reads, [b.handle for b in bufs])
+        return PreparedLaunch(entry, written, reads, touched)
 
     def _execute(self, info: LaunchInfo, entry: PipelineEntry, count: CubeCount,
                  bindings: Bindings, flush: bool = False, why: str = "",
@@ -699,7 +715,7 @@ class Server:
         stream = info.stream
         rec = bindings.prepared
         if rec is None or rec.entry is not entry:
-            rec = bindings.prepared = self._prepare(entry, bindings)
+            rec = self._prepare(entry, bindings)
         written, reads, touched = rec.written, rec.reads, rec.touched
         if count.handle is not None:
             # The count travels outside the bindings, yet the dispatch reads it as its grid.
@@ -765,11 +781,12 @@ class Server:
         return None
 
     # -- runs of launches ---------------------------------------------------------------------
-    def launch_run(self, run: list[tuple[Any, ...]]) -> None:
+    def launch_run(self, run: list[tuple[tuple[Any, ...], list[int]]]) -> None:
         """Launches that reached the device thread back to back — a Python loop of launches —
-        gathered by the runner (`runner.py`) into one run: each item a launch's arguments
-        (kernel, count, bindings, seq, profile, mode, stream), in submission order, none
-        profiled.
+        gathered by the runner (`runner.py`) into one run, in submission order, none profiled:
+        groups of identical launches (the same kernel object, `Bindings` object, count, mode and
+        stream), each as (its first launch's arguments — kernel, count, bindings, seq, profile,
+        mode, stream —, the launch numbers of all of them).
 
         Each is still its own launch: its own number, its own task towards `max_tasks`, its own
         failure. But where one launch's `Bindings` were dispatched before on this pipeline, what
@@ -781,9 +798,8 @@ class Server:
         counted), no capture window, a static count within the device's limits, an Execute
         verdict, and a backend that can (`dispatch_prepared`, `dispatch_repeats`). Then:
 
-        - launches identical to the one before them (the same kernel object, `Bindings` object,
-          count, mode and stream: a loop of one launch) are encoded as bare repeats
-          (`_repeat`), as many as fit before the next `max_tasks` flush;
+        - launches identical to the one before them (a loop of one launch) are encoded as bare
+          repeats (`_repeat`), as many as fit before the next `max_tasks` flush;
         - any other launch whose `Bindings` the device thread prepared before (a loop that
           alternates kernels or buffers, each launch's bindings kept by the frontend's memo) is
           encoded with its pipeline and bind group set where they changed (`_encode_prepared`),
@@ -800,46 +816,34 @@ class Server:
         may have changed them (a compile, a failure, a flush, a release)."""
         launch = self.launch
         fast = self.repeats_dispatches
-        n = len(run)
-        i = 0
-        while i < n:
-            kernel, count, bindings, seq, _, mode, stream = run[i]
-            j = i + 1
-            while j < n:  # the identical launches right behind it
-                k, c, b, _, _, m, st = run[j]
-                if (b is not bindings or k is not kernel or m is not mode or st != stream
-                        or (c is not count and not _same_static(c, count))):
-                    break
-                j += 1
-            rec = None
-            if fast:
-                try:
-                    rec = self._encode_prepared(kernel, count, bindings, seq, mode, stream)
-                except Exception as exc:  # noqa: BLE001 - a bug here must still show at read
-                    self._fail_run(kernel, bindings, [seq], stream, exc)
-                    i += 1
-                    continue
-            if rec is None:
-                try:
-                    rec = launch(kernel, count, bindings, seq, False, mode, stream)
-                except BaseException:  # noqa: BLE001 - on its buffers already (`launch`)
-                    rec = None
-            i += 1
-            if j == i:
-                continue
-            seqs = [item[3] for item in run[i:j]]
-            done = 0
-            while rec is not None and fast and done < len(seqs):  # batches of repeats
-                try:
-                    k = self._repeat(rec, kernel.name, count, seqs, done, stream)
-                except Exception as exc:  # noqa: BLE001 - a bug here must still show at read
-                    self._fail_run(kernel, bindings, seqs[done:], stream, exc)
-                    done = len(seqs)
-                    break
-                if k == 0:
-                    break
-                done += k
-            i += done  # the rest of the identical launches: the next turns, one by one
+        for (kernel, count, bindings, _, _, mode, stream), seqs in run:
+            n = len(seqs)
+            i = 0
+            while i < n:
+                seq = seqs[i]
+                i += 1
+                rec = None
+                if fast:
+                    try:
+                        rec = self._encode_prepared(kernel, count, bindings, seq, mode, stream)
+                    except Exception as exc:  # noqa: BLE001 - a bug here must still show at read
+                        self._fail_run(kernel, bindings, [seq], stream, exc)
+                        continue
+                if rec is None:
+                    try:
+                        rec = launch(kernel, count, bindings, seq, False, mode, stream)
+                    except BaseException:  # noqa: BLE001 - on its buffers already (`launch`)
+                        rec = None
+                while rec is not None and fast and i < n:  # batches of repeats
+                    try:
+                        k = self._repeat(rec, bindings, kernel.name, count, seqs, i, stream)
+                    except Exception as exc:  # noqa: BLE001 - a bug here must still show at read
+                        self._fail_run(kernel, bindings, seqs[i:], stream, exc)
+                        i = n
+                        break
+                    if k == 0:
+                        break  # the next one takes the ordinary path (and tries again after)
+                    i += k
 
     def _fail_run(self, kernel: CubeKernel, bindings: Bindings, seqs: list[int], stream: int,
                   exc: BaseException) -> None:
@@ -862,12 +866,14 @@ class Server:
         """Encode one launch of a run whose `Bindings` were dispatched on this pipeline before,
         if `launch_run`'s conditions hold; its `PreparedLaunch`, or None (take the ordinary
         path, nothing done)."""
-        rec = bindings.prepared
-        if (rec is None or mode is not _EXECUTE or count.handle is not None or self.captures
-                or rec.entry is not self.pipelines.get(kernel.id())):
+        entry = self.pipelines.get(kernel.id())
+        if entry is None or mode is not _EXECUTE or count.handle is not None or self.captures:
             return None
         if self.bus.active and self._per_launch_events():
             return None
+        rec = bindings.prepared
+        if rec is None or rec.entry is not entry:  # new bindings: walking the chain is pure
+            rec = self._prepare(entry, bindings)
         touched = rec.touched
         entries = self.ledger._entries
         if entries:  # a failure on one of its buffers: the ordinary path skips, repairs, ...
@@ -880,9 +886,8 @@ class Server:
             return None  # the ordinary path reads the limit, and refuses what exceeds it
         scheduler = self.scheduler
         scheduler.align(stream, touched)
-        if not self.dispatch_prepared(rec, count, stream):
+        if not self.dispatch_prepared(rec, bindings, count, stream):
             return None
-        entry = rec.entry
         kernel_id, name = entry.kernel_id, kernel.name
         slot = self.guard_slot
         if slot is not None or self._guard_window is not None:
@@ -898,8 +903,8 @@ class Server:
                          rec.written, errs[0])
         return rec
 
-    def _repeat(self, rec: PreparedLaunch, kernel: str, count: CubeCount, seqs: list[int],
-                i: int, stream: int) -> int:
+    def _repeat(self, rec: PreparedLaunch, bindings: Bindings, kernel: str, count: CubeCount,
+                seqs: list[int], i: int, stream: int) -> int:
         """Encode launches `seqs[i:]` of a run again, as far as `launch_run`'s conditions
         allow; returns how many were encoded (0: the caller takes the ordinary path)."""
         if count.handle is not None or self.captures:
@@ -916,7 +921,7 @@ class Server:
         k = min(len(seqs) - i, scheduler.max_tasks - scheduler.pending(stream))
         if k <= 0:
             return 0
-        k = self.dispatch_repeats(rec, count, stream, k)
+        k = self.dispatch_repeats(rec, bindings, count, stream, k)
         if k <= 0:
             return 0
         run = seqs[i:i + k]
@@ -940,18 +945,20 @@ class Server:
 
     repeats_dispatches = False  # True where `dispatch_repeats` / `dispatch_prepared` can encode
 
-    def dispatch_prepared(self, rec: PreparedLaunch, count: CubeCount, stream: int) -> bool:
-        """Backend hook: encode one dispatch of `rec` (static `count`) on `stream` from what
-        `rec` holds (its pipeline, its bind group while valid), setting pipeline and bind group
-        where the stream's open pass has others. Return False when it cannot (then the launch
+    def dispatch_prepared(self, rec: PreparedLaunch, bindings: Bindings, count: CubeCount,
+                          stream: int) -> bool:
+        """Backend hook: encode one dispatch of `rec` (static `count`; `bindings` for their
+        scalars) on `stream` from what `rec` holds (its pipeline, its bind group while valid),
+        setting pipeline and bind group where the stream's open pass has others. Return False when it cannot (then the launch
         takes the ordinary path; nothing was encoded). A guarded launch takes the next
         loop-guard slot: `guard_slot` is then set, else None."""
         self.guard_slot = None
         return False
 
-    def dispatch_repeats(self, rec: PreparedLaunch, count: CubeCount, stream: int,
-                         k: int) -> int:
-        """Backend hook: encode `k` more dispatches of `rec` (static `count`) on `stream`,
+    def dispatch_repeats(self, rec: PreparedLaunch, bindings: Bindings, count: CubeCount,
+                         stream: int, k: int) -> int:
+        """Backend hook: encode `k` more dispatches of `rec` (static `count`, `bindings`) on
+        `stream`,
         right behind the dispatch of `rec` that was encoded last there (or, if a flush came
         in between, first in the stream's next batch). Return how many were
         encoded — 0 when the backend cannot (then each launch takes the ordinary path). A
@@ -1014,8 +1021,3 @@ class _NoId:
 _NO_ID: Any = _NoId()
 _EXECUTE = LaunchMode.Execute
 
-
-def _same_static(a: CubeCount, b: CubeCount) -> bool:
-    """Two static cube counts of the same grid (a loop that builds its count each launch)."""
-    return (a.handle is None and b.handle is None and a.x == b.x and a.y == b.y
-            and a.z == b.z)

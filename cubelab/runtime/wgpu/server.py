@@ -59,16 +59,21 @@ from cubelab.runtime.server import PipelineEntry, PreparedLaunch, Server, genera
 
 _CACHE_LIMIT = 4096
 _GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
+# The info blocks' ring (see `_info_offset`): 4 MiB, taken by a batch in chunks of 16 KiB (64
+# blocks of up to 256 bytes). One stream's batch that would need more than the ring is submitted
+# first (`Flushed(why="info-ring")`).
+_INFO_RING_BYTES = 4 << 20
+_INFO_CHUNK = 16 << 10
 
 
 class _NativePass:
-    """wgpu-native's own entry points for the calls made on every launch: the dispatch, a
-    guarded launch's `set_bind_group` with its dynamic offset, and — in a run that alternates
-    kernels or buffers (`Server.launch_run`) — `set_pipeline` and `set_bind_group`.
+    """wgpu-native's own entry points for the calls made on every launch: the dispatch,
+    `set_bind_group` with its dynamic offsets (the info block's, a guarded launch's status
+    slot), and `set_pipeline` (a run that alternates kernels, `Server.launch_run`).
 
     They go around wgpu-py's per-call wrapper, which pushes and pops an error slot around every
     call (and, for `set_bind_group`, builds a list and a C array of the offsets): ~0.6 µs of
-    Python per dispatch and ~2 µs per guarded bind on lavapipe's VM, a large share of the device
+    Python per dispatch and ~2 µs per bind with offsets on lavapipe's VM, a large share of the device
     thread's cost of a cache-hit launch (benchmarks/README.md). The trap this accepts, checked
     in wgpu-core: a compute pass only *records* these commands and validates them when the pass
     ends (`p.end()` in `submit_stream`, still through wgpu-py, which raises), so the bare calls
@@ -79,14 +84,13 @@ class _NativePass:
     (`_ffi`, `._internal`; wgpu is pinned to 0.32 in pyproject.toml): where they are absent,
     `native_pass()` is None and the public methods are used."""
 
-    __slots__ = ("dispatch", "set_bind_group", "set_pipeline", "offset", "no_offsets")
+    __slots__ = ("dispatch", "set_bind_group", "set_pipeline", "offsets")
 
     def __init__(self, ffi: Any, lib: Any) -> None:
         self.dispatch = lib.wgpuComputePassEncoderDispatchWorkgroups
         self.set_bind_group = lib.wgpuComputePassEncoderSetBindGroup
         self.set_pipeline = lib.wgpuComputePassEncoderSetPipeline
-        self.offset = ffi.new("uint32_t[1]")
-        self.no_offsets = ffi.NULL
+        self.offsets = ffi.new("uint32_t[2]")  # the info block's, then the loop guard's
 
 
 def native_pass() -> _NativePass | None:
@@ -208,14 +212,16 @@ class WgpuServer(Server):
         self.target = TARGETS["wgsl"]
         U = wgpu.BufferUsage
         self._usage = U.STORAGE | U.COPY_SRC | U.COPY_DST | U.INDIRECT
-        self._info: dict[bytes, Any] = {}
         self._groups: dict[tuple[Any, ...], Any] = {}
         self._groups_of: dict[int, list[tuple[Any, ...]]] = {}  # handle id -> its groups' keys
         # bumped whenever a cached group is dropped: a PreparedLaunch's group is valid while its
         # generation is this one (server.PreparedLaunch)
         self._generation = 0
-        # stream -> [encoder, open compute pass, pipeline set last, bind group set last,
-        #            the pass's native handle (for `_native`)]
+        # stream -> [encoder, open compute pass, pipeline set last, bind group set last (None
+        #            after a guarded launch's), the pass's native handle (for `_native`), the
+        #            info bytes given a slot last in this batch and its offset, the batch's
+        #            current chunk of the info ring, the info offset bound with the group set
+        #            last, the batch's number]
         self._open: dict[int, list[Any]] = {}
         self._barrier = self.device.create_buffer(size=4, usage=self._usage)
         self._empty_view = self.device.create_buffer(size=16, usage=self._usage)
@@ -228,6 +234,15 @@ class WgpuServer(Server):
         self._guard_ring = self.device.create_buffer(size=_GUARD_SLOTS * self._guard_stride,
                                                      usage=self._usage)
         self._guard_next = 0
+        # Every launch's info block (scalars, lengths, tensor metadata) lives in one ring,
+        # bound with a dynamic offset: a launch with new scalar values writes its block there
+        # instead of creating a buffer and a bind group (`_info_offset`).
+        self._info_stride = max(256, self.properties.memory_alignment)
+        self._info_ring = self.device.create_buffer(size=_INFO_RING_BYTES, usage=self._usage)
+        self._info_next = 0  # where the next chunk starts
+        self._batches = 0  # passes begun so far: a batch's number
+        # stream -> the chunks its open batch took: [ring offset, bytes (a chunk), bytes used]
+        self._staged: dict[int, list[list[Any]]] = {}
         self._async_errors: list[str] = []
         self._native = native_pass()
         _install_log_filter(self)
@@ -298,10 +313,10 @@ class WgpuServer(Server):
                 "visibility": wgpu.ShaderStage.COMPUTE,
                 "buffer": {"type": wgpu.BufferBindingType.storage},
             })
-        layout_entries.append({
+        layout_entries.append({  # the info block: a slot of the ring (`_info_offset`)
             "binding": len(entry.definition.buffers),
             "visibility": wgpu.ShaderStage.COMPUTE,
-            "buffer": {"type": ro},
+            "buffer": {"type": ro, "has_dynamic_offset": True},
         })
         if entry.definition.loop_budget is not None:
             layout_entries.append({
@@ -342,26 +357,25 @@ class WgpuServer(Server):
             rec.backend, rec.generation = group, self._generation
         return group
 
+    def _group_key(self, entry: PipelineEntry, bindings: Bindings) -> tuple[Any, ...]:
+        # What is bound: the buffers' views and the info block's size (its content is the
+        # launch's, at a dynamic offset), so launches that differ only in their scalars share
+        # one group.
+        return (entry.kernel_id, tuple([(b.handle.id, b.items if b.shape is None else -1)
+                                        for b in bindings.buffers]),
+                len(self._info_bytes(entry, bindings)))
+
     def _group_by_key(self, entry: PipelineEntry, bindings: Bindings) -> Any:
-        # Keyed on what the info block is made of, so a cache hit packs nothing.
-        buffers = bindings.buffers
-        key = (entry.kernel_id, tuple([(b.handle.id, b.items, b.shape, b.strides)
-                                       for b in buffers]),
-               bindings.scalar_key())
+        key = self._group_key(entry, bindings)
         group = self._groups.get(key)
         if group is not None:
             return group
-        info_bytes = entry.compiled.info.pack(bindings.scalars, bindings.lengths(),
-                                              bindings.tensor_meta())
-        info = self._info.get(info_bytes)
-        if info is None:
-            if len(self._info) >= _CACHE_LIMIT:
-                self._info.clear()
-                self._groups.clear()
-                self._groups_of.clear()
-                self._generation += 1
-            info = self.device.create_buffer_with_data(data=info_bytes, usage=self._usage)
-            self._info[info_bytes] = info
+        buffers = bindings.buffers
+        size = key[2]
+        if len(self._groups) >= _CACHE_LIMIT:
+            self._groups.clear()
+            self._groups_of.clear()
+            self._generation += 1
         resources = []
         params = entry.definition.buffers
         for i, b in enumerate(buffers):
@@ -370,22 +384,113 @@ class WgpuServer(Server):
             # the student's other data, which an unguarded index must not reach — wgpu then
             # reads 0 and drops the write there, as past a handle's end. A tensor binds its
             # handle (its strides may reach anywhere in it). An empty view binds a scratch word.
-            size = _pad4(b.handle.size)
+            view = _pad4(b.handle.size)
             if b.shape is None:
-                size = min(size, b.items * params[i].item.size)
-            resource = ({"buffer": s.page.storage, "offset": s.offset, "size": size} if size
+                view = min(view, b.items * params[i].item.size)
+            resource = ({"buffer": s.page.storage, "offset": s.offset, "size": view} if view
                         else {"buffer": self._empty_view, "offset": 0, "size": 16})
             resources.append({"binding": i, "resource": resource})
-        resources.append({"binding": len(bindings.buffers),
-                          "resource": {"buffer": info, "offset": 0, "size": len(info_bytes)}})
+        resources.append({"binding": len(buffers),
+                          "resource": {"buffer": self._info_ring, "offset": 0, "size": size}})
         if entry.definition.loop_budget is not None:
-            resources.append({"binding": len(bindings.buffers) + 1,
+            resources.append({"binding": len(buffers) + 1,
                               "resource": {"buffer": self._guard_ring, "offset": 0, "size": 4}})
         group = self.device.create_bind_group(layout=entry.layout, entries=resources)
         self._groups[key] = group
         for b in buffers:
             self._groups_of.setdefault(b.handle.id, []).append(key)
         return group
+
+    @staticmethod
+    def _packed(entry: PipelineEntry, bindings: Bindings) -> list[Any]:
+        """The launch's info block for `entry`, packed once per `Bindings`: their `packed`,
+        [entry, bytes, the batch its slot is in, the slot's offset]."""
+        packed = bindings.packed
+        if packed is not None and packed[0] is entry:
+            return packed  # type: ignore[no-any-return]
+        layout = entry.compiled.info
+        data = layout.pack(bindings.scalars, [b.items for b in bindings.buffers],
+                           bindings.tensor_meta() if layout.tensors else ())
+        packed = bindings.packed = [entry, data, -1, 0]
+        return packed
+
+    def _info_bytes(self, entry: PipelineEntry, bindings: Bindings) -> bytes:
+        return self._packed(entry, bindings)[1]  # type: ignore[no-any-return]
+
+    def _info_slot(self, stream: int, open_: list[Any], entry: PipelineEntry,
+                   bindings: Bindings) -> int | None:
+        """`_info_offset` for `bindings`' block, kept on them for the rest of the batch (a loop
+        that alternates two launches finds each one's slot again)."""
+        packed = bindings.packed
+        if packed is None or packed[0] is not entry:
+            packed = self._packed(entry, bindings)
+        if packed[2] == open_[9]:
+            return packed[3]  # type: ignore[no-any-return]
+        off = self._info_offset(stream, open_, packed[1])
+        if off is not None:
+            packed[2], packed[3] = open_[9], off
+        return off
+
+    def _info_offset(self, stream: int, open_: list[Any], info: bytes) -> int | None:
+        """Where the dispatch being encoded on `stream` finds its info block: the offset given
+        last in this batch if the bytes are the same (a loop of one launch), else the next slot
+        of the batch's chunk of the ring. The chunks' bytes are written when the batch is
+        submitted (`submit_stream`: `queue.write_buffer`, which the queue orders before that
+        submission's dispatches and after every earlier submission's). None when this batch
+        has taken the whole ring: the caller submits the batch first.
+
+        Why that is safe when the ring wraps: each batch writes its chunks right before itself
+        on the queue, so it always reads the bytes it staged — even where another stream's
+        unsubmitted batch took the same chunk (that batch's writes follow this one on the
+        queue, or precede it and are overwritten by this batch's own). Within one batch no
+        chunk is taken twice (the None above)."""
+        last = open_[5]
+        if last is info or last == info:
+            return open_[6]  # type: ignore[no-any-return]
+        stride = self._info_stride
+        size = len(info)
+        n = (size + stride - 1) // stride * stride
+        chunk = open_[7]
+        if chunk is None or chunk[2] + n > len(chunk[1]):
+            want = max(_INFO_CHUNK, n)
+            staged = self._staged.setdefault(stream, [])
+            if sum(len(c[1]) for c in staged) + want > _INFO_RING_BYTES:
+                return None
+            off = self._info_next
+            if off + want > _INFO_RING_BYTES:
+                off = 0
+            self._info_next = off + want
+            chunk = open_[7] = [off, bytearray(want), 0]
+            staged.append(chunk)
+        used = chunk[2]
+        chunk[1][used:used + size] = info
+        chunk[2] = used + n
+        off = chunk[0] + used
+        open_[5], open_[6] = info, off
+        return off
+
+    def _bind(self, open_: list[Any], group: Any, info: int, guard: int | None) -> None:
+        """Bind `group` with its dynamic offsets (the info block's; a guarded launch's status
+        slot), unless the pass has exactly that bound (a guarded launch always binds)."""
+        native = self._native if open_[4] is not None else None
+        if guard is None:
+            if open_[3] is group and open_[8] == info:
+                return
+            if native is not None:
+                offsets = native.offsets
+                offsets[0] = info
+                native.set_bind_group(open_[4], 0, group._internal, 1, offsets)
+            else:
+                open_[1].set_bind_group(0, group, [info])
+            open_[3], open_[8] = group, info
+            return
+        if native is not None:
+            offsets = native.offsets
+            offsets[0], offsets[1] = info, guard
+            native.set_bind_group(open_[4], 0, group._internal, 2, offsets)
+        else:
+            open_[1].set_bind_group(0, group, [info, guard])
+        open_[3] = None  # the next launch sets its own status slot
 
     def read_guard_codes(self, slots: list[int]) -> dict[int, int]:
         if not slots:
@@ -403,8 +508,23 @@ class WgpuServer(Server):
         """A new command encoder and compute pass for `stream` (none is open there)."""
         encoder = self.device.create_command_encoder()
         p = encoder.begin_compute_pass()
-        open_ = self._open[stream] = [encoder, p, None, None, getattr(p, "_internal", None)]
+        self._batches += 1
+        open_ = self._open[stream] = [encoder, p, None, None, getattr(p, "_internal", None),
+                                      None, -1, None, -1, self._batches]
         return open_
+
+    def _open_pass(self, stream: int, entry: PipelineEntry,
+                   bindings: Bindings) -> tuple[list[Any], int]:
+        """The stream's open pass (begun if none is) and the launch's info block's offset in
+        it; a batch that has taken the whole info ring is submitted first (`_info_offset`)."""
+        open_ = self._open.get(stream) or self._begin_pass(stream)
+        off = self._info_slot(stream, open_, entry, bindings)
+        if off is None:
+            self.scheduler.flush(stream, "info-ring")
+            open_ = self._open.get(stream) or self._begin_pass(stream)
+            off = self._info_slot(stream, open_, entry, bindings)
+            assert off is not None  # an empty batch takes any block
+        return open_, off
 
     def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
         self.guard_slot = None
@@ -421,7 +541,7 @@ class WgpuServer(Server):
             else:
                 indirect = (cs.page.storage, cs.offset)
         stream = self.stream
-        open_ = self._open.get(stream) or self._begin_pass(stream)
+        open_, info = self._open_pass(stream, entry, bindings)
         p = open_[1]
         try:
             if isinstance(indirect, Slice):
@@ -437,45 +557,80 @@ class WgpuServer(Server):
             if open_[2] is not entry.pipeline:
                 p.set_pipeline(entry.pipeline)
                 open_[2] = entry.pipeline
-            native = self._native if open_[4] is not None else None
             if guarded:
                 slot = self._guard_next
-                if native is not None:
-                    native.offset[0] = slot * self._guard_stride
-                    native.set_bind_group(open_[4], 0, group._internal, 1, native.offset)
-                else:
-                    p.set_bind_group(0, group, [slot * self._guard_stride])
-                open_[3] = None  # the next launch sets its own offset
+                self._bind(open_, group, info, slot * self._guard_stride)
                 self._guard_next = slot + 1
                 self.guard_slot = slot
-            elif open_[3] is not group:
-                p.set_bind_group(0, group)
-                open_[3] = group
+            else:
+                self._bind(open_, group, info, None)
             if indirect is not None:
                 p.dispatch_workgroups_indirect(*indirect)
-            elif native is not None:
-                native.dispatch(open_[4], count.x, count.y, count.z)
+            elif open_[4] is not None and self._native is not None:
+                self._native.dispatch(open_[4], count.x, count.y, count.z)
             else:
                 p.dispatch_workgroups(count.x, count.y, count.z)
         except Exception as exc:
-            # A refused command invalidates the whole encoder: drop it, and the dispatches
-            # already encoded in it fail with this error (their buffers say so).
+            # A refused command invalidates the whole encoder: drop it (and the info blocks
+            # staged for it), and the dispatches already encoded in it fail with this error
+            # (their buffers say so).
             del self._open[stream]
+            self._staged.pop(stream, None)
             lost = self.scheduler.drop(stream)
             self._submit_failed(lost, exc)
             raise
 
     repeats_dispatches = True
 
-    def dispatch_repeats(self, rec: PreparedLaunch, count: CubeCount, stream: int,
-                         k: int) -> int:
-        # Only right behind the same launch in the same open pass: its pipeline and bind group
-        # are still set, so a repeat is the dispatch alone — or, for a guarded launch, its own
-        # guard slot's bind (the group with another offset) and the dispatch. Only through
-        # wgpu-native's own calls (`_NativePass`), which record and cannot raise: wgpu-py's
-        # methods can, and a raise mid-batch is the ordinary path's to handle.
+    def dispatch_prepared(self, rec: PreparedLaunch, bindings: Bindings, count: CubeCount,
+                          stream: int) -> bool:
+        # What `dispatch` encodes, from the prepared launch's pipeline and bind group, through
+        # wgpu-native's own calls only (`_NativePass`: they record, and cannot raise).
         self.guard_slot = None
-        if rec.generation != self._generation:
+        native, group, entry = self._native, rec.backend, rec.entry
+        if native is None:
+            return False
+        if group is None or rec.generation != self._generation:
+            # new bindings (a scalar changed), or a group was dropped since: a group already
+            # made for these buffers serves (making one is the ordinary path's: it may raise)
+            group = self._groups.get(self._group_key(entry, bindings))
+            if group is None:
+                return False
+            rec.backend, rec.generation = group, self._generation
+        guarded = entry.definition.loop_budget is not None
+        if guarded and self._guard_next >= _GUARD_SLOTS:
+            return False  # a full ring: the ordinary path settles it
+        open_ = self._open.get(stream) or self._begin_pass(stream)
+        if open_[4] is None:
+            return False
+        info = self._info_slot(stream, open_, entry, bindings)
+        if info is None:
+            return False
+        p = open_[4]
+        pipeline = entry.pipeline
+        if open_[2] is not pipeline:
+            native.set_pipeline(p, pipeline._internal)
+            open_[2] = pipeline
+        if guarded:
+            slot = self._guard_next
+            self._bind(open_, group, info, slot * self._guard_stride)
+            self._guard_next = slot + 1
+            self.guard_slot = slot
+        else:
+            self._bind(open_, group, info, None)
+        native.dispatch(p, count.x, count.y, count.z)
+        return True
+
+    def dispatch_repeats(self, rec: PreparedLaunch, bindings: Bindings, count: CubeCount,
+                         stream: int, k: int) -> int:
+        # Only right behind the same launch in the same open pass: its pipeline, bind group and
+        # info block are still set, so a repeat is the dispatch alone — or, for a guarded
+        # launch, its own guard slot's bind (the group with another offset) and the dispatch.
+        # Only through wgpu-native's own calls (`_NativePass`), which record and cannot raise:
+        # wgpu-py's methods can, and a raise mid-batch is the ordinary path's to handle.
+        self.guard_slot = None
+        native = self._native
+        if rec.generation != self._generation or native is None:
             return 0
         pipeline, guarded = rec.entry.pipeline, rec.entry.definition.loop_budget is not None
         open_ = self._open.get(stream)
@@ -483,67 +638,37 @@ class WgpuServer(Server):
             # The run's own max_tasks flush submitted the pass its last dispatch went into: the
             # next pass starts as the ordinary path would start it.
             open_ = self._begin_pass(stream)
+            if open_[4] is None:
+                return 0
             open_[1].set_pipeline(pipeline)
             open_[2] = pipeline
-            if not guarded:
-                open_[1].set_bind_group(0, rec.backend)
-                open_[3] = rec.backend
-        elif open_[2] is not pipeline:
+        elif open_[2] is not pipeline or open_[4] is None:
+            return 0
+        info = self._info_slot(stream, open_, rec.entry, bindings)
+        if info is None:
             return 0
         x, y, z = count.x, count.y, count.z
-        native = self._native if open_[4] is not None else None
+        dispatch, p = native.dispatch, open_[4]
         if guarded:
             slot = self._guard_next
             k = min(k, _GUARD_SLOTS - slot)  # a full ring is settled by the ordinary path
-            if k <= 0 or native is None:
+            if k <= 0:
                 return 0
-            bind, dispatch, p = native.set_bind_group, native.dispatch, open_[4]
-            group, offset, stride = rec.backend._internal, native.offset, self._guard_stride
+            bind, group, offsets, stride = (native.set_bind_group, rec.backend._internal,
+                                            native.offsets, self._guard_stride)
+            offsets[0] = info
             for s in range(slot, slot + k):
-                offset[0] = s * stride
-                bind(p, 0, group, 1, offset)
+                offsets[1] = s * stride
+                bind(p, 0, group, 2, offsets)
                 dispatch(p, x, y, z)
+            open_[3] = None
             self._guard_next = slot + k
             self.guard_slot = slot  # the first of the k consecutive slots
             return k
-        if open_[3] is None or open_[3] is not rec.backend or native is None:
-            return 0
-        dispatch, p = native.dispatch, open_[4]
+        self._bind(open_, rec.backend, info, None)
         for _ in range(k):
             dispatch(p, x, y, z)
         return k
-
-    def dispatch_prepared(self, rec: PreparedLaunch, count: CubeCount, stream: int) -> bool:
-        # What `dispatch` encodes, from the prepared launch's pipeline and bind group, through
-        # wgpu-native's own calls only (`_NativePass`: they record, and cannot raise).
-        self.guard_slot = None
-        native, group = self._native, rec.backend
-        if native is None or group is None or rec.generation != self._generation:
-            return False
-        entry = rec.entry
-        guarded = entry.definition.loop_budget is not None
-        if guarded and self._guard_next >= _GUARD_SLOTS:
-            return False  # a full ring: the ordinary path settles it
-        open_ = self._open.get(stream) or self._begin_pass(stream)
-        p = open_[4]
-        if p is None:
-            return False
-        pipeline = entry.pipeline
-        if open_[2] is not pipeline:
-            native.set_pipeline(p, pipeline._internal)
-            open_[2] = pipeline
-        if guarded:
-            slot = self._guard_next
-            native.offset[0] = slot * self._guard_stride
-            native.set_bind_group(p, 0, group._internal, 1, native.offset)
-            open_[3] = None  # the next launch sets its own offset
-            self._guard_next = slot + 1
-            self.guard_slot = slot
-        elif open_[3] is not group:
-            native.set_bind_group(p, 0, group._internal, 0, native.no_offsets)
-            open_[3] = group
-        native.dispatch(p, count.x, count.y, count.z)
-        return True
 
     def resolve_dynamic_count(self, handle: Handle) -> tuple[int, int, int] | None:
         return None  # indirect dispatch: the GPU reads the count itself
@@ -554,6 +679,10 @@ class WgpuServer(Server):
             return
         encoder, p = open_[0], open_[1]
         p.end()
+        staged = self._staged.pop(stream, None)
+        if staged:  # this batch's info blocks, right before it on the queue (`_info_offset`)
+            for off, data, used in staged:
+                self.queue.write_buffer(self._info_ring, off, data, 0, used)
         self.queue.submit([encoder.finish()])
         errs = self.take_async_errors()
         if errs:
