@@ -229,7 +229,8 @@ class MemoryCleanedUp(Event):
 class Flushed(Event):
     """Queued dispatches were encoded into one command buffer and submitted (why says what
     triggered it: idle, read, sync, max_tasks, profile, host-write, large — a launch whose
-    buffers hold 16 MiB or more is submitted at once)."""
+    views hold 256 MiB or more is submitted at once —, info-ring — a batch whose info blocks
+    would not fit in wgpu's ring —, ...)."""
 
     dispatches: int
     why: str
