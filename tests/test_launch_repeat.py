@@ -61,6 +61,17 @@ def test_a_new_scalar_value_in_a_loop_is_used_not_the_repeated_one(client):
         np.testing.assert_array_equal(read(client, out), np.full(8, a))
 
 
+def test_going_back_to_an_earlier_scalar_object_uses_it(client):
+    # The memo first knew these arguments with `a1`; after a launch with `a2` it is `a2`'s
+    # launch, and `a1`, the very same object as the first time, is a new scalar again.
+    x, out = floats(client, np.ones(8)), floats(client, np.zeros(8))
+    xa, oa = BufferArg.from_raw_parts(x, 8), BufferArg.from_raw_parts(out, 8)
+    a1, a2 = 3.0, 4.0
+    for a in (a1, a2, a1, a2, a1):
+        scale.launch(client, *ONE, xa, oa, a)
+        np.testing.assert_array_equal(read(client, out), np.full(8, a))
+
+
 def test_minus_zero_after_zero_reaches_the_kernel_with_its_sign(client):
     # 0.0 == -0.0 (and they hash alike) in Python, yet the kernel sees the sign bit: neither the
     # repeat shortcut (it keys on the argument objects) nor the caches keyed on the scalars (wgpu's

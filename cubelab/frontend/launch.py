@@ -264,35 +264,36 @@ class BoundLauncher:
                 for memo in self._memos:
                     if memo.client is client and (memo.cube_dim is cube_dim
                                                   or memo.cube_dim == cube_dim):
-                        same = SAME if memo.ids == ids else self._compare(args, memo.keys)
+                        state = memo.state  # one read: see launch_memo.Memo
+                        same = SAME if state[0] == ids else self._compare(args, state[1])
                         if same == SAME:
-                            bindings = memo.bindings()
+                            bindings = state[3]()
                             if bindings is not None:
                                 client.launch(memo.kernel, cube_count, bindings)
                                 return
                         if same != OTHER:
-                            self._relaunch(memo, client, cube_count, args, same)
+                            self._relaunch(memo, state, client, cube_count, args, same)
                             return
             self._launch(client, cube_count, cube_dim, args)
         except CubeError as exc:
             leave_boundary(exc)
             raise
 
-    def _relaunch(self, memo: Memo, client: Any, cube_count: CubeCount,
-                  args: tuple[Any, ...], same: int) -> None:
-        """A launch equal to `memo`'s but for new `Bindings`: its last ones are gone (no queued
-        launch holds them), or a scalar's value changed (`same` is SCALARS). The buffers are
-        the memo's (the handles of `args`), the scalars are packed afresh if they changed."""
-        if same == SAME:
-            scalars = memo.scalars
-        else:
+    def _relaunch(self, memo: Memo, state: tuple[Any, ...], client: Any,
+                  cube_count: CubeCount, args: tuple[Any, ...], same: int) -> None:
+        """A launch equal to `memo`'s (as of `state`) but for new `Bindings`: its last ones are
+        gone (no queued launch holds them), or a scalar's value changed (`same` is SCALARS).
+        The buffers are the memo's (the handles of `args`), the scalars are packed afresh if
+        they changed."""
+        ids, keys, scalars, ref = state
+        if same != SAME:
             scalars = self._pack_scalars(args)
-            memo.scalars = scalars
-            keys = list(memo.keys)
+            keys = list(keys)
             for pos, at in self._scalar_keys:
                 keys[at] = args[pos]
-            memo.keys = tuple(keys)
-        old = memo.bindings()
+            keys = tuple(keys)
+            ids = None  # the ids were the first launch's: its scalar objects are not these
+        old = ref()
         if old is not None:
             # the same handles, lengths and names: the buffers list (never mutated) and what
             # both threads derived from it alone (`Bindings.prepared`, `.checked`, `.family`)
@@ -307,7 +308,8 @@ class BoundLauncher:
                                  for pos, items, writable, name, shape, strides in memo.buffers],
                                 scalars)
         client.launch(memo.kernel, cube_count, bindings)
-        memo.bindings = weakref.ref(bindings)
+        # the memo is this launch now (only once it passed the client's gates), in one step
+        memo.state = (ids, keys, scalars, weakref.ref(bindings))
 
     def _pack_scalars(self, args: tuple[Any, ...]) -> dict[str, list[Any]]:
         """The runtime scalars of `args` (a memo's launch with new scalar values), checked and

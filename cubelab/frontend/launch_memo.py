@@ -67,33 +67,36 @@ MEMO_SIZE = 4
 class Memo:
     """One checked launch of a bound launcher (see the module docstring).
 
-    Two ways to recognise it. `ids`: the argument objects' ids, while every one of those objects
-    lives — a loop that hands over the very same objects (built before the loop) is found by
-    one tuple comparison. The buffer arguments are held weakly, and the first one to die sets
-    `ids` to None (its id may be reused by a new object); the values are held, so theirs cannot
-    be. `keys`: what the comparison checks, for a loop that builds new arguments every launch."""
+    What may change is one tuple, `state` = (ids, keys, scalars, bindings), replaced whole —
+    never field by field — so a thread that reads it sees one launch's keys with that launch's
+    `Bindings` even while another thread launches the same kernel (two threads, two streams).
 
-    __slots__ = ("client", "cube_dim", "keys", "kernel", "scalars", "bindings", "buffers",
-                 "ids", "refs", "values", "__weakref__")
+    Two ways to recognise the launch. `ids`: the argument objects' ids, while every one of those
+    objects lives — a loop that hands over the very same objects (built before the loop) is
+    found by one tuple comparison. The buffer arguments are held weakly, and the first one to
+    die sets `ids` to None (its id may be reused by a new object); the values are held, so
+    theirs cannot be. `keys`: what the comparison checks, for a loop that builds new arguments
+    every launch. `scalars` are the packed scalars of `bindings`, a `weakref.ref`."""
+
+    __slots__ = ("client", "cube_dim", "kernel", "buffers", "state", "refs", "values",
+                 "__weakref__")
 
     def __init__(self, client: Any, cube_dim: Any, kinds: tuple[int, ...],
                  args: tuple[Any, ...], kernel: Any, bindings: Any,
                  positions: tuple[int, ...]) -> None:
         self.client, self.cube_dim, self.kernel = client, cube_dim, kernel
-        self.keys = keys_of(kinds, args)
-        self.ids: tuple[int, ...] | None = tuple(map(id, args))
         me = weakref.ref(self)
 
         def dead(_: Any) -> None:
             memo = me()
             if memo is not None:
-                memo.ids = None
+                memo.state = (None, *memo.state[1:])
 
         self.refs = [weakref.ref(a, dead) for a, kind in zip(args, kinds)
                      if kind == BUFFER or kind == TENSOR]
         self.values = [a for a, kind in zip(args, kinds) if kind != BUFFER and kind != TENSOR]
-        self.scalars = bindings.scalars
-        self.bindings: Any = weakref.ref(bindings)
+        self.state: tuple[Any, ...] = (tuple(map(id, args)), keys_of(kinds, args),
+                                       bindings.scalars, weakref.ref(bindings))
         # per binding, in order: (argument position, items, writable, name, shape, strides) —
         # what a new `Bindings` is built from once the last one is gone
         self.buffers = tuple((pos, b.items, b.writable, b.name, b.shape, b.strides)
