@@ -616,8 +616,11 @@ class WgpuServer(Server):
             self._bind(open_, group, info, slot * self._guard_stride)
             self._guard_next = slot + 1
             self.guard_slot = slot
-        else:
-            self._bind(open_, group, info, None)
+        elif open_[3] is not group or open_[8] != info:  # `_bind`, inline: every launch
+            offsets = native.offsets
+            offsets[0] = info
+            native.set_bind_group(p, 0, group._internal, 1, offsets)
+            open_[3], open_[8] = group, info
         native.dispatch(p, count.x, count.y, count.z)
         return True
 
