@@ -30,8 +30,9 @@ Under the launch table: cubelab's CPU per launch on each of its threads, its tim
 the raw one-pass floor (goal ≤ 1.15), and the fresh idiom's ratios (÷ hoisted, ÷ raw one-submit,
 ÷ CuPy).
 
-cubelab on another runtime is one more row: `CUBELAB_PEERS` (`Cubelab(floats, runtime)`) lists
-the runtimes timed, each in both idioms; a runtime that cannot start here is "not available".
+cubelab on another runtime is one more pair of rows (both idioms): `CUBELAB_PEERS` lists the
+runtimes, each a `Device.<name>()` (default `wgpu,cuda`: the CUDA runtime's rows read "not
+available" where it cannot start, as a missing peer's do). The first is the reference.
 """
 
 from __future__ import annotations
@@ -416,7 +417,8 @@ def main() -> None:
 
     peers: list[Any] = []
     missing: list[tuple[str, str]] = []
-    runtimes = [r.strip() for r in os.environ.get("CUBELAB_PEERS", "wgpu").split(",") if r.strip()]
+    runtimes = [r.strip() for r in os.environ.get("CUBELAB_PEERS", "wgpu,cuda").split(",")
+                if r.strip()]
     makers: list[tuple[str, str, Callable[[], Any]]] = []
     for runtime in runtimes:  # each runtime in both idioms; the first runtime's hoisted row is the reference
         for fresh in (False, True):
