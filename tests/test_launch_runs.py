@@ -265,7 +265,7 @@ def test_a_refused_submission_in_the_middle_of_a_run_fails_the_launches_it_carri
     old = client.max_tasks
     client.set_max_tasks(4)
     monkeypatch.setattr(runner, "_launch_run", lambda run: (
-        seen.append([s for _, seqs in run for s in seqs]), real(run)))
+        seen.append([s for _, seqs, _ in run for s in seqs]), real(run)))
     runner.call(setattr, server, "queue", _RefusingSecondSubmit(server.queue))
     try:
         with held(client):

@@ -144,8 +144,9 @@ class Bindings:
     buffers: list[BufferBinding]  # never mutated once built: launches may share the list
     scalars: dict[str, list[Any]]
     # The device thread's memo of what it derived from these bindings' *buffers* for one
-    # pipeline (write and read sets, the backend's bind group: `server.PreparedLaunch`) —
-    # never from the scalars, so bindings that share their `buffers` list may share it.
+    # pipeline (write and read sets, the backend's state: `server.PreparedLaunch`), so bindings
+    # that share their `buffers` list may share it — a backend whose state also holds the
+    # scalars says whose (the CUDA server's parameters keep the `scalars` object they packed).
     # Written and read on the device thread only. The calling thread hands the *same* Bindings
     # to every launch with equal arguments, and bindings sharing the buffers list (and these
     # memos) to one whose scalars changed (`frontend/launch_memo.py`), so a loop derives it

@@ -131,33 +131,48 @@ class Runner:
 
 
 def _gather(first: tuple[Any, ...], nxt: Any, get_nowait: Callable[[], Any]
-            ) -> tuple[list[tuple[tuple[Any, ...], list[int]]], Any]:
+            ) -> tuple[list[list[Any]], Any]:
     """The run that starts with launch `first` (its arguments) and goes on while the queued
-    items (`nxt`, then what `get_nowait` takes) are unprofiled launches, as groups of identical
-    launches: (the first one's arguments, the launch numbers of all of them). Identical: the
-    same kernel, `Bindings` and mode objects, the same stream and grid. Also returns the item
-    that ended the run: None if the queue ran dry, the next item at `RUN_LIMIT`. `nxt` is such
-    a launch. (Runs once per queued launch of a loop: locals only, one unpacking per item.)"""
+    items (`nxt`, then what `get_nowait` takes) are unprofiled launches, as groups of launches
+    that differ at most in their scalars: [the first one's arguments, the launch numbers of all
+    of them, None — or each one's `Bindings` where they are not all the very same object]. A
+    group: the same kernel and mode objects, stream and grid, and the same `Bindings` object or
+    bindings that share their buffers list (the frontend builds those for a launch whose
+    scalars changed: `frontend/launch.py`). Also returns the item that ended the run: None if
+    the queue ran dry, the next item at `RUN_LIMIT`. `nxt` is such a launch. (Runs once per
+    queued launch of a loop: locals only, one unpacking per item.)"""
     fn = nxt[0]
     kernel, count, bindings, seq, _, mode, stream = first
     seqs = [seq]
-    groups = [(first, seqs)]
-    item = nxt[1]
+    binds: list[Any] | None = None
+    group: list[Any] = [first, seqs, None]
+    groups = [group]
     for _ in range(RUN_LIMIT - 1):
-        k, c, b, s, _, m, st = item
-        if (b is bindings and k is kernel and m is mode and st == stream
-                and (c is count or (c.handle is None and count.handle is None and c.x == count.x
-                                    and c.y == count.y and c.z == count.z))):
+        item = nxt[1]
+        k, c, b, s, profiled, m, st = item
+        if profiled:  # it runs alone
+            return groups, nxt
+        same = (k is kernel and m is mode and st == stream
+                and (c is count or (c.handle is None and count.handle is None
+                                    and c.x == count.x and c.y == count.y and c.z == count.z)))
+        if same and b is bindings:
             seqs.append(s)
+            if binds is not None:
+                binds.append(b)
+        elif same and b.buffers is bindings.buffers:  # only the scalars differ
+            if binds is None:
+                binds = group[2] = [bindings] * len(seqs)
+            seqs.append(s)
+            binds.append(b)
         else:
             kernel, count, bindings, mode, stream = k, c, b, m, st
-            seqs = [s]
-            groups.append((item, seqs))
+            seqs, binds = [s], None
+            group = [item, seqs, None]
+            groups.append(group)
         try:
             nxt = get_nowait()
         except queue.Empty:
             return groups, None
-        if nxt[0] is not fn or nxt[1][4]:  # not a launch, or a profiled one: it runs alone
+        if nxt[0] is not fn:  # not a launch
             return groups, nxt
-        item = nxt[1]
     return groups, nxt

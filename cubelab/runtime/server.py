@@ -784,9 +784,11 @@ class Server:
     def launch_run(self, run: list[tuple[tuple[Any, ...], list[int]]]) -> None:
         """Launches that reached the device thread back to back — a Python loop of launches —
         gathered by the runner (`runner.py`) into one run, in submission order, none profiled:
-        groups of identical launches (the same kernel object, `Bindings` object, count, mode and
-        stream), each as (its first launch's arguments — kernel, count, bindings, seq, profile,
-        mode, stream —, the launch numbers of all of them).
+        groups of launches that differ at most in their scalars (the same kernel object, count,
+        mode and stream, and the same `Bindings` object or bindings on one buffers list), each
+        as [its first launch's arguments — kernel, count, bindings, seq, profile, mode,
+        stream —, the launch numbers of all of them, each one's bindings or None when they are
+        all the first's].
 
         Each is still its own launch: its own number, its own task towards `max_tasks`, its own
         failure. But where one launch's `Bindings` were dispatched before on this pipeline, what
@@ -799,7 +801,9 @@ class Server:
         verdict, and a backend that can (`dispatch_prepared`, `dispatch_repeats`). Then:
 
         - launches identical to the one before them (a loop of one launch) are encoded as bare
-          repeats (`_repeat`), as many as fit before the next `max_tasks` flush;
+          repeats (`_repeat`), as many as fit before the next `max_tasks` flush; so are those
+          that differ from it only in their scalars (a loop whose scalar changes: bindings
+          sharing their buffers list), each with its own info block;
         - any other launch whose `Bindings` the device thread prepared before (a loop that
           alternates kernels or buffers, each launch's bindings kept by the frontend's memo) is
           encoded with its pipeline and bind group set where they changed (`_encode_prepared`),
@@ -816,11 +820,12 @@ class Server:
         may have changed them (a compile, a failure, a flush, a release)."""
         launch = self.launch
         fast = self.repeats_dispatches
-        for (kernel, count, bindings, _, _, mode, stream), seqs in run:
+        for (kernel, count, first, _, _, mode, stream), seqs, binds in run:
             n = len(seqs)
             i = 0
             while i < n:
                 seq = seqs[i]
+                bindings = first if binds is None else binds[i]
                 i += 1
                 rec = None
                 if fast:
@@ -836,7 +841,8 @@ class Server:
                         rec = None
                 while rec is not None and fast and i < n:  # batches of repeats
                     try:
-                        k = self._repeat(rec, bindings, kernel.name, count, seqs, i, stream)
+                        k = self._repeat(rec, bindings, kernel.name, count, seqs, i, stream,
+                                         binds)
                     except Exception as exc:  # noqa: BLE001 - a bug here must still show at read
                         self._fail_run(kernel, bindings, seqs[i:], stream, exc)
                         i = n
@@ -904,9 +910,12 @@ class Server:
         return rec
 
     def _repeat(self, rec: PreparedLaunch, bindings: Bindings, kernel: str, count: CubeCount,
-                seqs: list[int], i: int, stream: int) -> int:
+                seqs: list[int], i: int, stream: int, binds: list[Bindings] | None = None
+                ) -> int:
         """Encode launches `seqs[i:]` of a run again, as far as `launch_run`'s conditions
-        allow; returns how many were encoded (0: the caller takes the ordinary path)."""
+        allow; returns how many were encoded (0: the caller takes the ordinary path). `binds`:
+        each launch's `Bindings` where they differ in their scalars (they share `rec`, made from
+        their one buffers list), else None (all are `bindings`)."""
         if count.handle is not None or self.captures:
             return 0
         bus = self.bus
@@ -921,7 +930,8 @@ class Server:
         k = min(len(seqs) - i, scheduler.max_tasks - scheduler.pending(stream))
         if k <= 0:
             return 0
-        k = self.dispatch_repeats(rec, bindings, count, stream, k)
+        k = self.dispatch_repeats(rec, bindings, count, stream, k,
+                                  None if binds is None else binds[i:i + k])
         if k <= 0:
             return 0
         run = seqs[i:i + k]
@@ -956,9 +966,9 @@ class Server:
         return False
 
     def dispatch_repeats(self, rec: PreparedLaunch, bindings: Bindings, count: CubeCount,
-                         stream: int, k: int) -> int:
-        """Backend hook: encode `k` more dispatches of `rec` (static `count`, `bindings`) on
-        `stream`,
+                         stream: int, k: int, binds: list[Bindings] | None = None) -> int:
+        """Backend hook: encode `k` more dispatches of `rec` (static `count`, `bindings` — or,
+        where they differ in their scalars, `binds`, one per dispatch) on `stream`,
         right behind the dispatch of `rec` that was encoded last there (or, if a flush came
         in between, first in the stream's next batch). Return how many were
         encoded — 0 when the backend cannot (then each launch takes the ordinary path). A

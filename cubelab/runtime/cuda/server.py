@@ -23,8 +23,9 @@ identical launches, the loop guard's late verdicts and the memory pool are the s
 - **kernel parameters**, the contract with the CUDA C++ target: one device pointer per buffer in
   binding order, then `const info_st*` (the info block, `compiler/info.py`'s bytes in device
   memory, one upload per distinct block), then `uint32_t*` for the loop guard's status word when
-  the kernel is guarded. The pointers are packed once per `Bindings` (`PreparedLaunch.backend`),
-  so a cache-hit launch is one `cuLaunchKernel` with a ready `void**`;
+  the kernel is guarded. The pointers are packed once per `Bindings` (`PreparedLaunch.backend`,
+  which bindings sharing their buffers share: the parameters say whose scalars they hold), so a
+  cache-hit launch is one `cuLaunchKernel` with a ready `void**`;
 - **dynamic counts** are read back on the host (CUDA has no indirect launch): the base's path,
   which is CubeCL's CUDA server's too — read the 12 bytes, a zero count dispatches nothing;
 - **profiling** is timed by CUDA events around the kernel (`dispatch_seconds`), not by the host;
@@ -74,7 +75,8 @@ class _Params:
     of identical launches (`dispatch_repeats`); they go to the server's bin when these
     parameters die, to be destroyed on the device thread."""
 
-    __slots__ = ("block", "pointers", "address", "guard", "graphs", "runs", "__weakref__")
+    __slots__ = ("block", "pointers", "address", "guard", "graphs", "runs", "scalars",
+                 "__weakref__")
 
     def __init__(self, values: list[bytes], guarded: bool) -> None:
         offsets, at = [], 0
@@ -90,6 +92,9 @@ class _Params:
                       else None)
         self.graphs: dict[tuple[int, int, int, int], Any] = {}
         self.runs = 0  # runs of repeats seen: graphs are built from the second one on
+        # the `Bindings.scalars` packed into the info block: bindings that share their buffers
+        # share a PreparedLaunch (`launch_args.Bindings.prepared`), not their scalars
+        self.scalars: Any = None
 
 
 def _pointer_param(source: str, entry: str, index: int) -> bool:
@@ -336,11 +341,14 @@ class CudaServer(Server):
             values.append(self._info_ptr(info).to_bytes(8, "little"))
         if guarded:
             values.append(self._guard_ring.to_bytes(8, "little"))
-        return _Params(values, guarded)
+        params = _Params(values, guarded)
+        params.scalars = bindings.scalars
+        return params
 
     def _prepared_params(self, entry: PipelineEntry, bindings: Bindings) -> _Params:
         rec = bindings.prepared
-        if rec is not None and rec.entry is entry and rec.generation == self._generation:
+        if (rec is not None and rec.entry is entry and rec.generation == self._generation
+                and rec.backend.scalars is bindings.scalars):
             return rec.backend  # type: ignore[no-any-return]
         params = self._params(entry, bindings)
         weakref.finalize(params, _bin_graphs, self._graph_bin, params.graphs)
@@ -388,14 +396,17 @@ class CudaServer(Server):
 
     repeats_dispatches = True
 
-    def dispatch_repeats(self, rec: PreparedLaunch, count: CubeCount, stream: int,
-                         k: int) -> int:
+    def dispatch_repeats(self, rec: PreparedLaunch, bindings: Bindings, count: CubeCount,
+                         stream: int, k: int, binds: list[Bindings] | None = None) -> int:
         # The launch's parameters are ready on its PreparedLaunch: a repeat is one
         # cuLaunchKernel (a guarded one's with the next status slot). A launch the driver
         # refuses ends the batch: it and the rest take the ordinary path, which reports it.
+        # Launches that differ in their scalars (`binds`) each need their own parameters: they
+        # take the ordinary path.
         self.guard_slot = None
         params = rec.backend
-        if (rec.generation != self._generation or not isinstance(params, _Params)
+        if (binds is not None or rec.generation != self._generation
+                or not isinstance(params, _Params) or params.scalars is not bindings.scalars
                 or self._lost is not None):
             return 0
         entry = rec.entry

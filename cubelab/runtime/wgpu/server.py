@@ -241,7 +241,7 @@ class WgpuServer(Server):
         self._info_ring = self.device.create_buffer(size=_INFO_RING_BYTES, usage=self._usage)
         self._info_next = 0  # where the next chunk starts
         self._batches = 0  # passes begun so far: a batch's number
-        # stream -> the chunks its open batch took: [ring offset, bytes (a chunk), bytes used]
+        # stream -> the chunks its open batch took: [ring offset, bytes, bytes used, size]
         self._staged: dict[int, list[list[Any]]] = {}
         self._async_errors: list[str] = []
         self._native = native_pass()
@@ -447,27 +447,35 @@ class WgpuServer(Server):
         last = open_[5]
         if last is info or last == info:
             return open_[6]  # type: ignore[no-any-return]
-        stride = self._info_stride
         size = len(info)
-        n = (size + stride - 1) // stride * stride
         chunk = open_[7]
-        if chunk is None or chunk[2] + n > len(chunk[1]):
-            want = max(_INFO_CHUNK, n)
-            staged = self._staged.setdefault(stream, [])
-            if sum(len(c[1]) for c in staged) + want > _INFO_RING_BYTES:
+        if chunk is None or chunk[2] + size > chunk[3]:
+            chunk = self._new_chunk(stream, open_, size)
+            if chunk is None:
                 return None
-            off = self._info_next
-            if off + want > _INFO_RING_BYTES:
-                off = 0
-            self._info_next = off + want
-            chunk = open_[7] = [off, bytearray(want), 0]
-            staged.append(chunk)
         used = chunk[2]
         chunk[1][used:used + size] = info
-        chunk[2] = used + n
+        stride = self._info_stride
+        chunk[2] = used + (size + stride - 1) // stride * stride
         off = chunk[0] + used
         open_[5], open_[6] = info, off
         return off
+
+    def _new_chunk(self, stream: int, open_: list[Any], size: int) -> list[Any] | None:
+        """The next chunk of the ring for `stream`'s batch (see `_info_offset`), or None when
+        the batch has taken the whole ring."""
+        want = max(_INFO_CHUNK, size)
+        staged = self._staged.setdefault(stream, [])
+        if sum(c[3] for c in staged) + want > _INFO_RING_BYTES:
+            return None
+        off = self._info_next
+        if off + want > _INFO_RING_BYTES:
+            off = 0
+        self._info_next = off + want
+        # [ring offset, its bytes, bytes used, bytes it holds]
+        chunk = open_[7] = [off, bytearray(want), 0, want]
+        staged.append(chunk)
+        return chunk
 
     def _bind(self, open_: list[Any], group: Any, info: int, guard: int | None) -> None:
         """Bind `group` with its dynamic offsets (the info block's; a guarded launch's status
@@ -625,7 +633,7 @@ class WgpuServer(Server):
         return True
 
     def dispatch_repeats(self, rec: PreparedLaunch, bindings: Bindings, count: CubeCount,
-                         stream: int, k: int) -> int:
+                         stream: int, k: int, binds: list[Bindings] | None = None) -> int:
         # Only right behind the same launch in the same open pass: its pipeline, bind group and
         # info block are still set, so a repeat is the dispatch alone — or, for a guarded
         # launch, its own guard slot's bind (the group with another offset) and the dispatch.
@@ -647,6 +655,8 @@ class WgpuServer(Server):
             open_[2] = pipeline
         elif open_[2] is not pipeline or open_[4] is None:
             return 0
+        if binds is not None:  # each with its own scalars: its own info block
+            return self._repeat_each(rec, binds, count, stream, open_, k)
         info = self._info_slot(stream, open_, rec.entry, bindings)
         if info is None:
             return 0
@@ -673,6 +683,39 @@ class WgpuServer(Server):
             dispatch(p, x, y, z)
         return k
 
+    def _repeat_each(self, rec: PreparedLaunch, binds: list[Bindings], count: CubeCount,
+                     stream: int, open_: list[Any], k: int) -> int:
+        """`dispatch_repeats` of launches that differ in their scalars: each binds the group at
+        its own info block's offset (and, guarded, its own status slot), then dispatches."""
+        native, entry, group = self._native, rec.entry, rec.backend
+        guarded = entry.definition.loop_budget is not None
+        slot = self._guard_next
+        if guarded:
+            k = min(k, _GUARD_SLOTS - slot)  # a full ring is settled by the ordinary path
+        bind, dispatch, offsets, p = (native.set_bind_group, native.dispatch, native.offsets,
+                                      open_[4])
+        internal, stride = group._internal, self._guard_stride
+        info_slot, x, y, z = self._info_slot, count.x, count.y, count.z
+        done = 0
+        for b in binds[:k]:
+            info = info_slot(stream, open_, entry, b)
+            if info is None:
+                break  # the batch took the whole ring: the ordinary path submits it
+            offsets[0] = info
+            if guarded:
+                offsets[1] = (slot + done) * stride
+                bind(p, 0, internal, 2, offsets)
+            elif open_[3] is not group or open_[8] != info:
+                bind(p, 0, internal, 1, offsets)
+                open_[3], open_[8] = group, info
+            dispatch(p, x, y, z)
+            done += 1
+        if guarded and done:
+            open_[3] = None
+            self._guard_next = slot + done
+            self.guard_slot = slot  # the first of the `done` consecutive slots
+        return done
+
     def resolve_dynamic_count(self, handle: Handle) -> tuple[int, int, int] | None:
         return None  # indirect dispatch: the GPU reads the count itself
 
@@ -684,7 +727,7 @@ class WgpuServer(Server):
         p.end()
         staged = self._staged.pop(stream, None)
         if staged:  # this batch's info blocks, right before it on the queue (`_info_offset`)
-            for off, data, used in staged:
+            for off, data, used, _ in staged:
                 self.queue.write_buffer(self._info_ring, off, data, 0, used)
         self.queue.submit([encoder.finish()])
         errs = self.take_async_errors()
