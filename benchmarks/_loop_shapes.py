@@ -8,7 +8,8 @@ three other shapes of the course's loops.
   BufferArg.from_raw_parts(x, 16), BufferArg.from_raw_parts(y, 16))`;
 - **ping-pong**: one kernel whose buffers swap roles every launch (`a → b`, then `b → a`);
 - **two kernels**: two kernels alternating on the same buffers (`scale a → b`, then `inc b`);
-- **scalar**: the fresh idiom with a scalar that changes every launch (`a = float(i)`);
+- **scalar**: the fresh idiom with a scalar that changes every launch (`a = float(i)`, `i`
+  counting on across rounds: no value comes twice);
 - **view**: the fresh idiom on a 16-float view of two large handles (what a loop over one big
   allocation launches).
 
@@ -20,6 +21,7 @@ the driver's), per launch.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any, Callable
 
@@ -69,10 +71,12 @@ def shapes(client: Any, big_bytes: int = 64 << 20) -> list[Shape]:
                          raw(b, 16), 2.0)
             inc.launch(client, CubeCount.Static(1), CubeDim.new_1d(16), raw(b, 16))
 
-    def scalar(n: int) -> None:
-        for i in range(n):
+    values = itertools.count()
+
+    def scalar(n: int) -> None:  # a value no launch had before (no cache can hold them all)
+        for i in itertools.islice(values, n):
             saxpy.launch[f32](client, CubeCount.Static(1, 1, 1), CubeDim.new_1d(4), 4,
-                              float(i % 64), BufferArg.from_raw_parts(x, 16),
+                              float(i), BufferArg.from_raw_parts(x, 16),
                               BufferArg.from_raw_parts(y, 16))
 
     def view(n: int) -> None:
@@ -86,7 +90,8 @@ def shapes(client: Any, big_bytes: int = 64 << 20) -> list[Shape]:
         ("fresh", "saxpy(16), arguments built in the call (the README's loop)", fresh),
         ("ping-pong", "scale a → b, then b → a (arguments in the call)", ping_pong),
         ("two kernels", "scale a → b, then inc b (arguments in the call)", two_kernels),
-        ("scalar", "saxpy(16) with a = float(i % 64) (arguments in the call)", scalar),
+        ("scalar", "saxpy(16) with a = float(i), a new value every launch (in the call)",
+         scalar),
         ("view", f"saxpy on 16-float views of two {mib} MiB handles (arguments in the call)",
          view),
     ]

@@ -336,7 +336,7 @@ def _split_cases(client: Any) -> list[tuple[str, Callable[[], None]]]:
                      raw(dst, 16), 1.0)
 
     def changing() -> None:
-        scalar[0] = (scalar[0] + 1) % 64
+        scalar[0] += 1
         saxpy.launch[f32](client, CubeCount.Static(1, 1, 1), CubeDim.new_1d(4), 4,
                           float(scalar[0]), raw(x, 16), raw(y, 16))
 
@@ -347,7 +347,7 @@ def _split_cases(client: Any) -> list[tuple[str, Callable[[], None]]]:
          lambda: saxpy.launch[f32](client, CubeCount.Static(1, 1, 1), CubeDim.new_1d(4), 4,
                                    2.0, raw(x, 16), raw(y, 16))),
         ("scale(16) ping-pong a → b, b → a, built in the call", ping_pong),
-        ("saxpy(16), a = float(i % 64), built in the call", changing),
+        ("saxpy(16), a = float(i), a new value every launch, built in the call", changing),
         ("scale(1024) (no generics), same objects",
          lambda: scale.launch(client, four, d256, xa, ya, 2.0)),
         ("scale_slow(1024): a loop, so a guarded launch",
