@@ -68,7 +68,7 @@ def test_saxpy_is_an_extern_c_global_entry_named_as_the_wgsl_entry():
     entry = ci.compiled(saxpy4()).wgsl.entry
     assert re.search(rf'^extern "C" __global__ void __launch_bounds__\(4\) {entry}\('
                      r"float_4 const\* __restrict__ const v\d+, float_4 \* const v\d+, "
-                     r"info_st const\* __restrict__ const v\d+\) \{$", src, re.M)
+                     r"info_st const info_v\d+\) \{$", src, re.M)
     assert "struct __align__(16) float_4 { float i_0; float i_1; float i_2; float i_3; };" in src
     assert "struct info_st {" in src and "#include" not in src
     assert "blockIdx.x" in src and "threadIdx.x" in src and "gridDim.x" in src
@@ -163,3 +163,14 @@ def test_msl_of_the_every_op_kernel_is_unchanged_byte_for_byte():
 
     golden = (Path(__file__).parent / "fixtures" / "every_op.metal").read_text()
     assert compile_msl(every_op_kernel()).source == golden
+
+
+def test_the_info_block_goes_by_value_unless_tensor_metadata_follows_it():
+    # by value, the kernel reads its scalars and lengths from the parameter space (no load);
+    # a tensor's shape and strides follow the struct at a size known only at launch
+    from tests.zoo.kernels import strided_copy_2d
+
+    assert re.search(r"info_st const info_v\d+\) \{$", cuda_of(saxpy4()), re.M)
+    src = cuda_of(ci.instance(strided_copy_2d, cube_dim=CubeDim.new_2d(4, 4)))
+    assert re.search(r"info_st const\* __restrict__ const v\d+\) \{$", src, re.M)
+    assert re.search(r"uint32_t const\* const dynamic_meta_v\d+ = ", src)
