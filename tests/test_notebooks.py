@@ -6,8 +6,10 @@ which `Device.default()` obeys — the notebooks never name a runtime):
 
 - blank: as committed (no outputs), every cell runs without an error or a line on stderr (a
   warning is a line on stderr), every exercise's check reports "unanswered", and the chapter
-  prints what it must show (`chapters.MUST_SHOW`: chapter 2's comptime `if` as plain Python,
-  chapter 5's out-of-bounds rows, chapter 7's four steps);
+  prints what it must show (`chapters.MUST_SHOW`) and every output of the CubeCL chapters it
+  teaches, as they print it (`chapters.SEED_OUTPUTS`, with cubelab's documented differences as
+  patterns: the debug log's compile block, the generated items and launch, the quiz's answer,
+  the out-of-bounds rows ...);
 - solved (on the CPU runtime; `test_exercises.py` accepts every solution on both runtimes): each
   exercise's answer cell replaced by its section of notebooks/solutions/<stem>.py, the notebook
   runs the same way and every exercise reports "correct".
@@ -31,8 +33,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.chapters import (CHAPTERS, MUST_SHOW, exercise_cells, printed, read_results,
-                            results_cell, solutions)
+from tests.chapters import (CHAPTERS, MUST_SHOW, SEED_OUTPUTS, exercise_cells, printed,
+                            read_results, results_cell, solutions)
 
 nbformat = pytest.importorskip("nbformat", reason="the test extra (nbformat, nbclient) is missing")
 from nbclient import NotebookClient  # noqa: E402
@@ -135,6 +137,10 @@ def test_a_chapter_runs_blank_and_every_exercise_says_unanswered(path, runtime, 
         {e.key: "unanswered" for e in exercises}
     for line in MUST_SHOW.get(path.stem, []):
         assert line in text, f"{path.name} does not show {line!r}"
+    for seed in SEED_OUTPUTS.get(path.stem, []):
+        missing = seed.find(text)
+        assert missing is None, f"{path.name} on {runtime} does not print {seed.what}: " \
+                                f"no line matches {missing}"
 
 
 # Solved, on the CPU runtime only: every solution is also accepted on both runtimes by

@@ -19,12 +19,14 @@ from cubelab.frontend.hints import plain_call_hint
 from cubelab.frontend.operands import (
     KERNEL_VALUES,
     Pos,
+    Written,
     cast,
     describe,
     error,
     is_py,
     minmax,
     read,
+    spec_written,
     splat,
     ty_of,
     value,
@@ -66,18 +68,20 @@ def reinterpret(s: Scope, kind: ScalarKind, x: Any) -> Any:
     return RV(s.emit("arith.bitcast", [v], ty.with_elem(kind.elem)))
 
 
-def scalar_method(s: Scope, kind: ScalarKind, name: str, args: Sequence[Any]) -> Any:
-    """`F.new(x)`, `F.cast_from(x)`, `F.max(a, b)` & co. on a (resolved) scalar type."""
+def scalar_method(s: Scope, kind: ScalarKind, name: str, args: Sequence[Any],
+                  w: Written | None = None) -> Any:
+    """`F.new(x)`, `F.cast_from(x)`, `F.max(a, b)` & co. on a (resolved) scalar type; `w` is how
+    the type was written (`F`, a generic: operands.py, "written types")."""
     if name in ("new", "cast_from", "from_int") and len(args) == 1:
-        return cast(s, kind, args[0])
+        return cast(s, kind, args[0], w)
     if name == "reinterpret" and len(args) == 1:
         return reinterpret(s, kind, args[0])
     if name in ("min", "max"):
-        typed_args = [cast(s, kind, a) if is_py(read(s, a)) else a for a in args]
+        typed_args = [cast(s, kind, a, w) if is_py(read(s, a)) else a for a in args]
         return minmax(s, name, typed_args)
     fn = library.METHODS.get(name)
     if fn is not None:
-        args = [cast(s, kind, a) if is_py(read(s, a)) else a for a in args]
+        args = [cast(s, kind, a, w) if is_py(read(s, a)) else a for a in args]
         return fn._expand_call(s, *args)
     raise error(s, f"`{kind}.{name}(...)` is not part of the kernel language",
                 "available: new, cast_from, min, max, " + ", ".join(sorted(library.METHODS)))
@@ -107,7 +111,8 @@ def _sized_vector(s: Scope, spec: VectorSpec, name: str, args: Sequence[Any]) ->
             raise error(s, f"{spec!r}.reinterpret(...) of a {ty_of(r.v)}",
                         f"give it a vector of width {ty.width}")
         return r
-    v = value(s, cast(s, spec.elem.resolve(s), args[0]))
+    w = spec_written(spec)
+    v = value(s, cast(s, spec.elem.resolve(s), args[0], w))
     width = ty_of(v).width
     if name == "new" and width != 1:
         raise error(s, f"{spec!r}.new(x) takes a scalar (it fills every component with it)",
@@ -115,7 +120,7 @@ def _sized_vector(s: Scope, spec: VectorSpec, name: str, args: Sequence[Any]) ->
     if width not in (1, ty.width):
         raise error(s, f"{spec!r}.cast_from(...) of a vector of width {width}",
                     f"give it a scalar or a vector of width {ty.width}")
-    return RV(splat(s, v, ty.width))
+    return RV(splat(s, v, ty.width), w=w)
 
 
 _PY_BUILTINS: dict[Any, Callable[[Scope, Sequence[Any]], Any]] = {
@@ -142,7 +147,7 @@ def call(s: Scope, fn: Any, args: Sequence[Any], at: Pos,
     if isinstance(fn, (ScalarKind, GenericScalar)):
         if len(args) != 1:
             raise error(s, f"{fn!r}(...) takes one value")
-        return cast(s, fn.resolve(s), args[0])
+        return cast(s, fn.resolve(s), args[0], spec_written(fn))
     if isinstance(fn, ArrayKind):
         return memory.new_array(s, fn, args)
     expand_call = getattr(fn, "_expand_call", None)
@@ -173,10 +178,8 @@ def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos,
         return call(s, aggregates.get_field(s, obj, name), args, at, kw)
     if kw:
         raise _no_keywords(s)
-    if isinstance(obj, GenericScalar):
-        obj = obj.resolve(s)
-    if isinstance(obj, ScalarKind):
-        return scalar_method(s, obj, name, args)
+    if isinstance(obj, (GenericScalar, ScalarKind)):
+        return scalar_method(s, obj.resolve(s), name, args, spec_written(obj))
     if isinstance(obj, (BufferRef, ArrayRef, SliceView)):
         return memory.buffer_method(s, obj, name, [read(s, a) for a in args])
     if isinstance(obj, AtomicRef):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from cubelab.errors import CubeError, KernelSourceError
 from cubelab.frontend import aggregate_launch
+from cubelab.frontend.operands import spec_written
 from cubelab.frontend.types import BufferSpec, GenericScalar, ScalarKind
 from cubelab.frontend.values import RV, BufferRef
 from cubelab.ir.core import BufferParam, KernelDefinition, ScalarParam
@@ -96,7 +97,7 @@ class KernelInstance:
             v = scope.new_value(Pointer(RuntimeArray(item), "global", spec.writable), name)
             buffers.append(BufferParam(  # type: ignore[arg-type]
                 name, len(buffers), item, spec.writable, v, tensor=spec.tensor))
-            return BufferRef(v, name, spec.writable, spec.tensor)
+            return BufferRef(v, name, spec.writable, spec.tensor, spec_written(spec.elem_spec))
 
         def new_scalar(name: str, kind: ScalarKind) -> RV:
             elem = kind.elem.value
@@ -104,7 +105,7 @@ class KernelInstance:
             per_elem[elem] = idx + 1
             scalars.append(ScalarParam(name, elem, idx))
             return RV(scope.emit_prologue(("scalar", name), "info.scalar", [], kind.ty,
-                                          elem=elem, index=idx))
+                                          elem=elem, index=idx), w=(False, elem))
 
         for p in fn.params:
             scope.at(p.lineno, p.col)

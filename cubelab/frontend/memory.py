@@ -36,10 +36,13 @@ from cubelab.frontend.operands import (
     error,
     index_value,
     item_value,
+    meet,
     read,
+    spec_written,
     store_local,
     ty_of,
     value,
+    written_of,
 )
 from cubelab.frontend import sequences
 from cubelab.frontend.operators import binop
@@ -96,12 +99,12 @@ def new_array(s: Scope, kind: ArrayKind, args: Sequence[Any]) -> ArrayRef:
         ptr = s.new_value(Pointer(Array(item, n), "shared"), "shared")
         op = Op("shared.declare", [], [ptr], {"name": f"shared_{ptr.id}"}, [], s.loc)
         s.hoist(op)  # declared at the top, like var.declare
-        return ArrayRef(ptr, "shared memory", n, shape)
+        return ArrayRef(ptr, "shared memory", n, shape, spec_written(kind.item))
     if n > MAX_LOCAL_ITEMS:
         raise error(s, f"{what}({n}) is too large for a unit's local memory",
                         "use shared memory or a global buffer")
     ptr = s.declare_var(Array(item, n), "array")  # type: ignore[arg-type]
-    return ArrayRef(ptr, "local array", n, shape)
+    return ArrayRef(ptr, "local array", n, shape, spec_written(kind.item))
 
 
 def _pointee_array(base: BufferRef | ArrayRef) -> Array | RuntimeArray:
@@ -164,7 +167,7 @@ def load(s: Scope, obj: Indexable, idx: Any) -> Any:
     ptr, item = element_ptr(s, obj, idx)
     if isinstance(item, Atomic):
         return AtomicRef(ptr, _name(obj))
-    return RV(s.emit("memory.load", [ptr], item))
+    return RV(s.emit("memory.load", [ptr], item), w=written_of(obj))
 
 
 def store(s: Scope, obj: Indexable, idx: Any, x: Any, at: Pos) -> None:
@@ -176,6 +179,7 @@ def store(s: Scope, obj: Indexable, idx: Any, x: Any, at: Pos) -> None:
     if isinstance(item, Atomic):
         raise error(s, f"`{name}` holds atomics; plain assignment is not atomic",
                         f"write `{name}[i].store(v)` (or fetch_add, swap, ...)")
+    meet(s, "=", written_of(obj), written_of(read(s, x)))  # `out[i] = a`: F = f32 is refused too
     v = item_value(s, x, item)
     s.at(*at)
     ptr, _ = element_ptr(s, obj, idx)

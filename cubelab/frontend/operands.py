@@ -7,6 +7,19 @@ is splatted), `index_value` / `item_value` / `as_bool` / `cast` / `minmax` are t
 conversions operators, memory, flow and library functions all need. `error` is the one way the
 vocabulary reports a mistake: a `KernelSourceError` naming the kernel, file, line and column.
 
+Written types (`spec_written`, `written_of`, `meet`): CubeCL type-checks a kernel once for
+*every* element type its generics may take, so `a * x[i]` with `a: f32` and `x: &[F]` does not
+compile even where the launch makes F f32 — `F * f32` has no `Mul`. cubelab's IR values carry
+only the resolved type (F is f32 at this launch), so the values the frontend hands around also
+say how their type was written (`RV.w`, and `w` on buffers, arrays and locals): a generic —
+`(True, "F")`: an item of a `Slice[F]` or `Array[F]`, `F.new` / `F.cast_from` / `F(x)`, or a
+result computed from those — or a concrete type — `(False, "f32")`: a scalar parameter, an item
+of a `Slice[f32]`, `f32(x)`. Two operands meet in one place, `meet` (from `pair`, the binary
+operators' fast path, assignments and stores): a generic meeting a concrete type, or another
+generic, is CubeCL's type error, at the operator, with a caret. A literal, a builtin position
+and a value whose writing is not recorded (a library function's result) are `None` and take the
+other side's, as before, so the rule only ever refuses what CubeCL refuses.
+
 Why a module of its own: these helpers used to live in `ops.py`, which also dispatched to
 `memory`, `flow` and `library` — each of which imported `ops` back for the helpers (a circle,
 dodged by an import at the bottom of `ops.py`). Here they depend on nothing above `values` and
@@ -73,6 +86,59 @@ def describe(x: Any) -> str:
     if getattr(x, "__cube_kernel__", False):  # a @cube_type value in a kernel (aggregates.py)
         return repr(x)
     return f"{type(x).__name__} {x!r}"
+
+
+# -- written types (see the module docstring) ---------------------------------------------------
+Written = tuple[bool, str]  # (generic?, name): (True, "F") or (False, "f32")
+
+
+def spec_written(spec: Any) -> Written | None:
+    """How an annotation or an array's item spec writes its element type (None: not a type)."""
+    from cubelab.frontend.types import GenericScalar, ScalarKind, VectorSpec
+
+    if isinstance(spec, GenericScalar):
+        return (True, spec.name)
+    if isinstance(spec, ScalarKind):
+        return (False, spec.elem.value)
+    if isinstance(spec, VectorSpec):
+        return spec_written(spec.elem)
+    return None
+
+
+def written_of(x: Any) -> Written | None:
+    """How the type of an expand-time value was written (None: a literal, or not recorded)."""
+    if isinstance(x, (RV, LocalVar, BufferRef, ArrayRef)):
+        return x.w
+    if isinstance(x, SliceView):
+        return written_of(x.base)
+    return None
+
+
+def _named(w: Written) -> str:
+    return f"{w[1]} (a generic type)" if w[0] else w[1]
+
+
+def meet(s: Scope, what: str, wa: Written | None, wb: Written | None) -> Written | None:
+    """The written type of `a <what> b`; a generic meeting a concrete type (or another generic)
+    is CubeCL's type error, raised at the current position."""
+    if wa is None or wb is None or wa == wb:
+        return wa or wb
+    generic = wa if wa[0] else wb
+    other = wb if generic is wa else wa
+    g, o = generic[1], other[1]
+    if other[0]:
+        hint = (f"convert one side to the other's generic type, e.g. {g}.cast_from(x): CubeCL "
+                "checks the kernel for every choice of both")
+    else:
+        hint = f"convert the {o} value to the generic type: {g}.cast_from(x) ({g}.new(2.0) for a " \
+               "constant)"
+    bound = s.types.get(g)
+    here = f", even where this launch makes {g} {bound!r}" if bound is not None else ""
+    if what == "=":
+        raise error(s, f"assigning {_named(wb)} to a place of type {_named(wa)}: CubeCL checks a "
+                    f"kernel for every {g}, and the types differ{here}", hint)
+    raise error(s, f"`{what}` of {_named(wa)} and {_named(wb)}: CubeCL checks a kernel for "
+                f"every {g}, and `{wa[1]} {what} {wb[1]}` does not type-check{here}", hint)
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -160,7 +226,7 @@ def read(s: Scope, x: Any) -> Any:
     """The value behind `x`: loads locals, computes builtins; Python values pass through."""
     if isinstance(x, LocalVar):
         assert isinstance(x.ptr.type, Pointer)
-        return RV(s.emit("memory.load", [x.ptr], x.ptr.type.pointee))
+        return RV(s.emit("memory.load", [x.ptr], x.ptr.type.pointee), w=x.w)
     if isinstance(x, Builtin):
         return RV(builtin_value(s, x.name))
     if isinstance(x, GenericSize):  # `N = Size.generic("N")` in the body: the launch's int
@@ -204,6 +270,7 @@ def store_local(s: Scope, var: LocalVar, x: Any) -> None:
     ty = var.ptr.type.pointee
     assert isinstance(ty, Ty)
     x = read(s, x)
+    var.w = meet(s, "=", var.w, written_of(x))
     v = value(s, x, ty.with_width(1))
     if isinstance(x, RV) and x.splat:
         v = splat(s, v, ty.width)
@@ -235,6 +302,7 @@ def pair(s: Scope, a: Any, b: Any, what: str,
     meeting a vector is splatted, and anything else that differs is an error."""
     given = given or (a, b)  # the operands as written (a local, before it is read)
     a, b = read(s, a), read(s, b)
+    meet(s, what, written_of(a), written_of(b))
     if isinstance(a, RV) and not isinstance(b, RV):
         va = a.v
         vb = value(s, b, ty_of(va).with_width(1))
@@ -337,25 +405,29 @@ def minmax(s: Scope, fn: str, args: Sequence[Any]) -> Any:
         if is_py(acc) and is_py(nxt):
             acc = builtins.min(acc, nxt) if fn == "min" else builtins.max(acc, nxt)
             continue
+        w = written_of(acc) or written_of(nxt)
         va, vb = pair(s, acc, nxt, fn)
         if ty_of(va).elem is Elem.BOOL:
             raise error(s, f"{fn}() of bools")
-        acc = RV(s.emit(f"arith.{fn}", [va, vb], ty_of(va)))
+        acc = RV(s.emit(f"arith.{fn}", [va, vb], ty_of(va)), w=w)
     return acc
 
 
-def cast(s: Scope, kind: ScalarKind, x: Any) -> Any:
+def cast(s: Scope, kind: ScalarKind, x: Any, w: Written | None = None) -> Any:
+    """`kind(x)`: x converted; `w` is how the target type was written (`F.cast_from(x)` is an F
+    even where F is f32 and the conversion is no op; `f32(x)` is concrete)."""
     x = read(s, x)
     target = Ty(kind.elem)
+    w = w or (False, kind.elem.value)
     if is_py(x):
         if kind.elem.is_int and isinstance(x, float) and not x.is_integer():
             x = int(x)  # truncation toward zero, like a cast
-        return RV(const(s, x, target))
+        return RV(const(s, x, target), w=w)
     v = value(s, x)
     ty = ty_of(v)
     want = ty.with_elem(kind.elem)
     if isinstance(x, RV) and x.splat:
-        return RV(v if ty == want else s.emit("arith.cast", [v], want), splat=True)
+        return RV(v if ty == want else s.emit("arith.cast", [v], want), splat=True, w=w)
     if ty == want:
-        return RV(v)
-    return RV(s.emit("arith.cast", [v], want))
+        return RV(v, w=w)
+    return RV(s.emit("arith.cast", [v], want), w=w)

@@ -23,11 +23,13 @@ from cubelab.frontend.operands import (
     error,
     is_pure,
     is_py,
+    meet,
     pair,
     read,
     splat,
     ty_of,
     value,
+    written_of,
 )
 from cubelab.frontend.values import RV
 from cubelab.ir.scope import Scope
@@ -113,16 +115,17 @@ def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
             name = table.get(op)
             if name is not None:
                 if type(b) is RV and not b.splat and b.v.type == ta:
-                    return RV(s.emit(name, [a.v, b.v], ta))
+                    w = a.w if a.w == b.w else meet(s, _SYMBOL[op], a.w, b.w)
+                    return RV(s.emit(name, [a.v, b.v], ta), w=w)
                 if type(b) is int and ta.width == 1 and ta.elem is not Elem.F32 and (
                         0 <= b < 2**31):
-                    return RV(s.emit(name, [a.v, const(s, b, ta)], ta))
+                    return RV(s.emit(name, [a.v, const(s, b, ta)], ta), w=a.w)
             elif op in ("lshift", "rshift") and ta.elem is not Elem.F32 and type(b) is int \
                     and 0 <= b < 2**31:
                 amount = const(s, b, U32)
                 if ta.width > 1:
                     amount = splat(s, amount, ta.width)
-                return RV(s.emit(_INT_OPS[op], [a.v, amount], ta))
+                return RV(s.emit(_INT_OPS[op], [a.v, amount], ta), w=a.w)
     if op == "pow":
         return library.power(s, a, b, at)
     if is_py(a) and is_py(b):
@@ -134,6 +137,7 @@ def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
     if op in ("lshift", "rshift"):
         return _shift(s, op, a, b)
     va, vb = pair(s, a, b, _SYMBOL[op], given)
+    w = written_of(a) or written_of(b)  # `pair` has refused a clash
     ty = ty_of(va)
     if ty.elem is Elem.BOOL:
         raise error(s, f"`{_SYMBOL[op]}` on bool values", "use `and`, `or`, `not` on bools")
@@ -145,10 +149,10 @@ def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
     if op in _INT_OPS:
         if not ty.elem.is_int:
             raise error(s, f"`{_SYMBOL[op]}` on {ty} values", "bit operations work on i32 / u32")
-        return RV(s.emit(_INT_OPS[op], [va, vb], ty))
+        return RV(s.emit(_INT_OPS[op], [va, vb], ty), w=w)
     name = {"add": "arith.add", "sub": "arith.sub", "mul": "arith.mul", "div": "arith.div",
             "floordiv": "arith.div", "mod": "arith.rem"}[op]
-    return RV(s.emit(name, [va, vb], ty))
+    return RV(s.emit(name, [va, vb], ty), w=w)
 
 
 _PY_CMP: dict[str, Callable[[Any, Any], bool]] = {
@@ -234,4 +238,4 @@ def unary(s: Scope, op: str, a: Any, at: Pos) -> Any:
         raise error(s, "negating a u32 value", "cast to i32 first: -i32(x)")
     if ty.elem is Elem.BOOL:
         raise error(s, "negating a bool", "use `not x`")
-    return RV(s.emit("arith.neg", [va], ty))
+    return RV(s.emit("arith.neg", [va], ty), w=written_of(a))

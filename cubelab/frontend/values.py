@@ -3,7 +3,8 @@
 A kernel's Python variables hold either plain Python values (comptime: folded during expansion,
 never reaching the IR) or one of these expand-time values, which stand for IR values:
 
-- `RV`        a scalar or vector SSA value (`splat` marks `Vector.new(x)`: widen on use);
+- `RV`        a scalar or vector SSA value (`splat` marks `Vector.new(x)`: widen on use; `w`
+              how its type was written, generic or concrete: operands.py, "written types");
 - `BufferRef` a global buffer argument (`x.len()`, `x[i]`, `y[i] = v`);
 - `LocalVar`  a mutable local: every read is a `memory.load`, every assignment a `memory.store`;
 - `Builtin`   ABSOLUTE_POS & co., computed once at the top of the kernel when first used;
@@ -32,6 +33,7 @@ UNBOUND = _Unbound()
 class RV:
     v: Value
     splat: bool = False
+    w: tuple[bool, str] | None = None  # (generic?, name): (True, "F"), (False, "f32"), unknown
 
     def __repr__(self) -> str:
         return f"RV(%{self.v.name}: {self.v.type})"
@@ -49,6 +51,7 @@ class BufferRef:
     name: str
     writable: bool
     tensor: bool = False
+    w: tuple[bool, str] | None = None  # how the element type was written (Slice[F] / Slice[f32])
 
     def __repr__(self) -> str:
         return f"BufferRef({self.name}: {self.v.type})"
@@ -64,6 +67,7 @@ class LocalVar:
     # (line, col) of `name = Vector.new(x)`: a width-1 local made by a splat, which CubeCL would
     # widen from a later use; a component write past it is reported there, with the width
     from_splat: tuple[int, int] | None = None
+    w: tuple[bool, str] | None = None  # how its type was written, from what it was assigned
 
     def __repr__(self) -> str:
         return f"LocalVar({self.name}: {self.ptr.type})"
@@ -85,6 +89,7 @@ class ArrayRef:
     name: str
     length: int
     shape: tuple[int, ...] = ()  # comptime axes of `SharedMemory[f32]((3, 3))`, row-major
+    w: tuple[bool, str] | None = None  # how the item type was written (Array[F] / Array[f32])
 
     @property
     def writable(self) -> bool:

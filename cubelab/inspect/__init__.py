@@ -1,6 +1,8 @@
 """Plain-data views of everything cubelab builds: the functions behind every widget and CLI view.
 
+    inspect.generated(saxpy)                     # the items @cube made (`cargo expand`'s list)
     inspect.expanded(saxpy)                      # the generated expand function (`cargo expand`)
+    inspect.generated_launch(saxpy)              # what saxpy.launch[F] does, written out
     k = inspect.instance(saxpy, f32, sizes=(4,), cube_dim=CubeDim.new_1d(4))
     inspect.kernel_id(k)                         # the KernelId, field by field
     inspect.ir(k), inspect.passes(k)             # IR before passes, and each pass's before/after
@@ -15,10 +17,11 @@ This module is the face only; each function lives in a module named for what it 
 `instances.py` (source, expand, Kernel instances, KernelIds), `preview.py` (the compile preview,
 through the server's own pipeline), `live.py` (ledgers built from runtime events), `memory.py` (the memory pools as pages and
 slices), `render.py`
-(`view`/`show`), `trace.py` (step-through), `access_map.py` + `access_svg.py` (access maps).
+(`view`/`show`), `generated.py` (the items @cube made, and the launch written out), `trace.py` (step-through), `access_map.py` + `access_svg.py` (access maps).
 """
 
 from cubelab.inspect.access_map import AccessMap, access_map  # seeing units: who touched what
+from cubelab.inspect.generated import generated, generated_launch
 from cubelab.inspect.instances import (
     default_instance,
     diff,
@@ -36,7 +39,7 @@ from cubelab.inspect.preview import (Compiled, compiled, correspondence, ir, msl
 from cubelab.inspect.render import show, view
 from cubelab.inspect.trace import Trace, TraceStep, trace, unit_position
 
-__all__ = ["expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
+__all__ = ["generated", "generated_launch", "expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
            "Compiled", "source", "explain", "default_instance", "instance_from_id",
            "correspondence", "view", "show", "CacheStats", "BufferStates", "LaunchLog", "msl",
            "trace", "Trace", "TraceStep", "unit_position", "memory_map", "MemoryMap",

@@ -1,10 +1,15 @@
-# Solutions to notebooks/01_first_kernels.ipynb: one section per exercise, the solved answer cell.
+# Solutions to notebooks/01_first_kernels.ipynb — one section per exercise, the full answer cell.
+# Exercises with variants compute the answer from the student's own numbers (`.variant`).
 
 # %% exercise: ch01.cube_of_each_unit
-answer = [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]
+v = cubelab.exercises.get("ch01.cube_of_each_unit").variant
+# every unit of cube c has CUBE_POS c; a cube holds `units` units
+answer = [c for c in range(v.cubes) for _ in range(v.units)]
 
 # %% exercise: ch01.units_in_a_launch
-answer = 48
+v = cubelab.exercises.get("ch01.units_in_a_launch").variant
+cubes = v.count[0] * v.count[1] * v.count[2]
+answer = cubes * v.dim[0] * v.dim[1]
 
 # %% exercise: ch01.fix_the_index
 @cube(launch=True)
