@@ -30,10 +30,21 @@ def _upload(base: str, token: str) -> int:
     return sum(1 for c in nb["cells"] if c["cell_type"] == "code")
 
 
+def _numbers() -> tuple[str, str]:
+    """A wrong and the right answer for this student's variant of the exercise (the JupyterLab
+    process runs as the same user, so it asks the same variant), from a real run."""
+    import cubelab.exercises as ex
+    from cubelab import Device
+
+    right = ex.get(KEY)._truth(Device.cpu().client())
+    return str(right + 1), str(right)
+
+
 def test_a_student_answers_a_chapter_exercise_through_its_widget(lab):  # noqa: F811
     from playwright.sync_api import expect, sync_playwright
 
     base, token = lab
+    wrong, right = _numbers()
     code_cells = _upload(base, token)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
@@ -59,17 +70,17 @@ def test_a_student_answers_a_chapter_exercise_through_its_widget(lab):  # noqa: 
             check = view.locator("button.cubelab-exercise-check")
 
             # a wrong answer first: rejected, with a hint
-            box.fill("24")
+            box.fill(wrong)
             check.click()
             verdict = view.locator(".cubelab-exercise-result")
             expect(verdict).to_have_attribute("data-status", "wrong", timeout=30_000)
             expect(verdict).to_contain_text("Hint")
 
             # then the right one: the check launches count_units for real and accepts it
-            box.fill("48")
+            box.fill(right)
             check.click()
             expect(verdict).to_have_attribute("data-status", "correct", timeout=30_000)
-            expect(verdict).to_contain_text("48")
+            expect(verdict).to_contain_text(right)
             view.screenshot(path=str(ARTIFACTS / "exercise_widget_correct.png"))
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "exercise_failure.png"), full_page=True)
