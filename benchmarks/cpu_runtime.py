@@ -195,6 +195,20 @@ def bench_recording(rows: list[list[Any]]) -> None:
                  f"access_map ({len(m.table)} accesses, {len(m.races)} races)",
                  f"{t_map * 1e3:.1f} ms", "", f"target < 200 ms: {'ok' if t_map < 0.2 else 'MISSED'}"])
 
+    if hasattr(m, "coalescing"):  # the cost instruments (issue #25): recording + analysis
+        def costed() -> None:
+            mm = cl_inspect.access_map(ten_accesses.launch, client, count, dim, *args,
+                                       plane_width=32)
+            holder[:] = [mm, mm.coalescing(), mm.conflicts()]
+
+        t_cost = timed(costed, repeats=5)
+        mm = holder[0]
+        rows.append(["4x256 units, 10 accesses each",
+                     f"access_map + coalescing() + conflicts() ({len(mm.transactions)} global "
+                     f"and {len(mm.bank_conflicts)} shared plane-instructions)",
+                     f"{t_cost * 1e3:.1f} ms", "",
+                     f"{t_cost / t_map:.2f}x access_map alone (target <= 2x)"])
+
     def reported() -> None:
         with race_report(client):
             ten_accesses.launch(client, count, dim, *args)

@@ -23,7 +23,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 # conda-forge package → the PyPI distribution that provides it
-PYPI_NAME = {"jupyterhub-singleuser": "jupyterhub"}
+PYPI_NAME = {"jupyterhub-singleuser": "jupyterhub", "matplotlib-base": "matplotlib"}
 NOT_PIP = {"python", "pip"}
 
 
@@ -60,7 +60,7 @@ def test_environment_yml_installs_what_pyproject_says_cubelab_needs() -> None:
     project = _project()
     needed = {_name(r) for r in project["dependencies"] + project["optional-dependencies"]["lab"]}
     conda, pip = _environment()
-    provided = {_name(r) for r in conda + pip}
+    provided = {PYPI_NAME.get(_name(r), _name(r)) for r in conda + pip}
     assert needed <= provided, f"environment.yml lacks {sorted(needed - provided)}"
     python = next(d for d in conda if _name(d) == "python")
     minimum = re.search(r">=\s*3\.(\d+)", project["requires-python"])

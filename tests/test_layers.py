@@ -1,5 +1,5 @@
 """DESIGN §1's dependency direction, checked on the source: no module imports a layer above it, and
-nothing in the first four layers imports IPython, ipywidgets or rich. Imports are read with `ast`,
+nothing in the first four layers imports IPython, ipywidgets, rich or matplotlib. Imports are read with `ast`,
 so an import inside a function (a "lazy" one) counts exactly like one at the top.
 
 The order, bottom up: ir (with `errors`, which imports nothing) → compiler → runtime → frontend
@@ -28,7 +28,7 @@ RANK: dict[str, int] = {
     "magic": 6, "cli": 6, "cli_demo": 6, "__main__": 6, "course": 6,
 }
 FRONTEND = RANK["frontend"]
-UI = ("IPython", "ipywidgets", "rich")
+UI = ("IPython", "ipywidgets", "rich", "matplotlib")
 # `import cubelab` re-exports runtime and frontend names; its IPython extension hook imports
 # `cubelab.magic` when Jupyter calls it, which is the one sanctioned upward import.
 ROOT_RANK = FRONTEND

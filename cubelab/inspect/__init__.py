@@ -10,14 +10,19 @@
     inspect.diff(id_a, id_b)                     # "why did this recompile?"
 
 Everything here returns strings, dicts and dataclasses; renderers for notebooks and terminals
-sit on top. Nothing here runs on a device except `trace` (the CPU runtime's step-through) and
-`access_map` (who touched which cell), which run a launch for real: these functions define and compile on the calling thread, for looking.
+sit on top. Nothing here runs on a device except `trace` (the CPU runtime's step-through),
+`access_map` (who touched which cell, and what it cost), `roofline` and `device_peaks` (timed
+launches), which run launches for real; the others define and compile on the calling thread,
+for looking.
 
 This module is the face only; each function lives in a module named for what it holds:
 `instances.py` (source, expand, Kernel instances, KernelIds), `preview.py` (the compile preview,
 through the server's own pipeline), `live.py` (ledgers built from runtime events), `memory.py` (the memory pools as pages and
 slices), `render.py`
-(`view`/`show`), `generated.py` (the items @cube made, and the launch written out), `trace.py` (step-through), `access_map.py` + `access_svg.py` (access maps).
+(`view`/`show`), `generated.py` (the items @cube made, and the launch written out), `trace.py`
+(step-through), `access_map.py` + `access_svg.py` (access maps), `cost.py` (their coalescing and
+bank-conflict tables), `peaks.py` + `peak_kernels.py` (what a device reaches), `roofline.py` +
+`roofline_plot.py` (a launch under its device's roof).
 """
 
 from cubelab.inspect.access_map import AccessMap, access_map  # seeing units: who touched what
@@ -34,13 +39,16 @@ from cubelab.inspect.instances import (
 )
 from cubelab.inspect.live import BufferStates, CacheStats, LaunchLog
 from cubelab.inspect.memory import MemoryMap, memory_map
+from cubelab.inspect.peaks import DevicePeaks, device_peaks
 from cubelab.inspect.preview import (Compiled, compiled, correspondence, ir, msl, passes,
                                      source_of, wgsl)
 from cubelab.inspect.render import show, view
+from cubelab.inspect.roofline import Roofline, RooflineChart, roofline, roofline_chart
 from cubelab.inspect.trace import Trace, TraceStep, trace, unit_position
 
 __all__ = ["generated", "generated_launch", "expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
            "Compiled", "source", "explain", "default_instance", "instance_from_id",
            "correspondence", "view", "show", "CacheStats", "BufferStates", "LaunchLog", "msl",
            "trace", "Trace", "TraceStep", "unit_position", "memory_map", "MemoryMap",
-           "access_map", "AccessMap", "source_of"]
+           "access_map", "AccessMap", "source_of", "roofline", "Roofline", "roofline_chart",
+           "RooflineChart", "device_peaks", "DevicePeaks"]

@@ -10,6 +10,10 @@
     m.nonfinite       # ops that made inf/NaN from finite operands (unit, op, line)
     m.to_svg()        # one standalone SVG (the notebook shows it through _repr_html_)
     m.who_touched("sm", 3, phase=1, cube=0); m.touched_by(unit=5)
+    m.transactions    # [Transaction(cube, plane, phase, line, array, kind, bytes, sectors, ideal)]
+    m.coalescing()    # per source line: sectors, ideal, efficiency (a CostTable)
+    m.bank_conflicts  # [BankConflict(cube, plane, phase, line, array, kind, ways, ideal)]
+    m.conflicts()     # per source line: worst and mean ways
 
 The launch runs on the CPU runtime, for real, with an instrumented plan that records every
 global and shared access of the chosen cubes (`cubes=None`: every cube, up to `MAX_CUBES`; the
@@ -18,7 +22,12 @@ a wgpu client is re-run on the CPU runtime on copies of its buffers, as `trace` 
 buffers are left alone and `m.client` is the CPU client holding the copies.
 
 Everything is plain data; the rules (races, uninitialised reads, scores) live in
-`cubelab.runtime.cpu.access` and work on hand-made records too (`AccessMap.from_records`).
+`cubelab.runtime.cpu.access`, the cost rules (sectors, bank conflicts) in
+`cubelab.runtime.cpu.cost`, and both work on hand-made records too (`AccessMap.from_records`).
+The cost records group accesses by plane: `plane_width` consecutive units of a cube
+(`access_map(..., plane_width=None)` asks the launching client's device for its plane size —
+`cubelab.inspect.peaks.plane_width` — and uses 32 where the device does not say). They are
+computed when first read, so recording costs what it did before they existed.
 What the runtime cannot show: the *outcome* of a race — the CPU runtime runs units in lockstep,
 so a racy kernel usually computes the right answer here; the map is how you see it is wrong.
 """
@@ -31,6 +40,8 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from cubelab.errors import CubeError, api_boundary
+from cubelab.inspect.cost import CostTable
+from cubelab.runtime.cpu import cost as _cost
 from cubelab.runtime.cpu.access import (
     Access,
     AccessTable,
@@ -68,12 +79,15 @@ class AccessMap:
     client: Any = None  # the CPU client the launch ran on
     copied: bool = False  # the buffers were copied from another runtime first
     args: tuple[Any, ...] = ()  # the launch's arguments as run (CPU copies when `copied`)
+    plane_width: int = _cost.DEFAULT_PLANE_WIDTH  # units per plane, for the cost records
     races: list[Race] = field(init=False)
     races_total: int = field(init=False)
     uninitialised: list[Access] = field(init=False)
     scores: Scores = field(init=False)
     _accesses: list[Access] | None = field(default=None, init=False, repr=False)
     _cells: dict[CellKey, list[Access]] | None = field(default=None, init=False, repr=False)
+    _transactions: list[_cost.Transaction] | None = field(default=None, init=False, repr=False)
+    _conflicts: list[_cost.BankConflict] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         t = self.table
@@ -100,12 +114,53 @@ class AccessMap:
             self._accesses = self.table.records()
         return self._accesses
 
+    # -- what it costs (the rules: cubelab.runtime.cpu.cost) ------------------------------------
+    @property
+    def transactions(self) -> list[_cost.Transaction]:
+        """One record per global access instruction per plane: bytes requested, distinct
+        32-byte sectors touched, the ideal (fewest) sectors."""
+        if self._transactions is None:
+            self._transactions = _cost.transactions(self.table, self.arrays, self.plane_width)
+        return self._transactions
+
+    @property
+    def bank_conflicts(self) -> list[_cost.BankConflict]:
+        """One record per shared-memory access instruction per plane: `ways`, the most
+        distinct 4-byte words one of the 32 banks must deliver (1 = no conflict)."""
+        if self._conflicts is None:
+            self._conflicts = _cost.bank_conflicts(self.table, self.arrays, self.plane_width)
+        return self._conflicts
+
+    def coalescing(self) -> CostTable:
+        """Per source line and array: plane-instructions, sectors, ideal, efficiency."""
+        return CostTable("coalescing", _cost.coalescing_by_line(self.transactions),
+                         f"coalescing of `{self.kernel}` ({self.plane_width} units per plane, "
+                         "32-byte sectors)", self.source,
+                         "efficiency = ideal sectors / sectors touched (1.0: every byte of "
+                         "every sector was asked for)")
+
+    def conflicts(self) -> CostTable:
+        """Per source line and shared array: worst and mean ways over the plane-instructions."""
+        return CostTable("conflicts", _cost.conflicts_by_line(self.bank_conflicts),
+                         f"bank conflicts of `{self.kernel}` ({self.plane_width} units per "
+                         "plane, 32 banks × 4 bytes)", self.source,
+                         "ways = the most distinct words one bank must deliver (1: no "
+                         "conflict; a broadcast of one word is 1)")
+
+    def cost_report(self) -> str:
+        """Both tables as text, one line per access of a source line."""
+        return "\n".join(_cost.cost_lines(self.kernel,
+                                          _cost.coalescing_by_line(self.transactions),
+                                          _cost.conflicts_by_line(self.bank_conflicts),
+                                          self.source))
+
     @classmethod
     def from_records(cls, accesses: Iterable[Access], arrays: dict[str, ArrayInfo] | None = None,
                      kernel: str = "kernel", oob: Sequence[OobRecord] = (),
-                     cube_dim: tuple[int, int, int] | None = None) -> "AccessMap":
+                     cube_dim: tuple[int, int, int] | None = None,
+                     plane_width: int = _cost.DEFAULT_PLANE_WIDTH) -> "AccessMap":
         """An access map of hand-made (or saved) records; array lengths default to the largest
-        index seen + 1, cube size to the most units seen in one cube."""
+        index seen + 1, cube size to the most units seen in one cube, items to 4 bytes."""
         acc = list(accesses)
         infos = dict(arrays or {})
         for a in acc:
@@ -120,7 +175,7 @@ class AccessMap:
                 per.setdefault(a.cube, set()).add(a.local)
             cube_dim = (max((max(v) + 1 for v in per.values()), default=1), 1, 1)
         return cls(kernel, AccessTable.from_records(acc), infos, cubes, units, list(oob),
-                   cube_dim=cube_dim)
+                   cube_dim=cube_dim, plane_width=plane_width)
 
     # -- questions a teacher asks --------------------------------------------------------------
     def cells(self) -> dict[CellKey, list[Access]]:
@@ -206,18 +261,26 @@ class AccessMap:
                 "uninitialised": [a.to_dict() for a in self.uninitialised],
                 "oob": [o.to_dict() for o in self.oob],
                 "scores": [s.to_dict() for s in self.scores],
-                "nonfinite": [n.to_dict() for n in self.nonfinite]}
+                "nonfinite": [n.to_dict() for n in self.nonfinite],
+                "plane_width": self.plane_width,
+                "coalescing": self.coalescing().to_dict(),
+                "conflicts": self.conflicts().to_dict()}
 
 
 @api_boundary
 def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
                cubes: Iterable[Any] | None = None, limit: int = 1_000_000,
-               nonfinite: bool = True) -> AccessMap:
+               nonfinite: bool = True, plane_width: int | None = None) -> AccessMap:
     """Run `launcher(client, cube_count, cube_dim, *args)` on the CPU runtime, recording every
     global and shared access of the chosen `cubes` (linear CUBE_POS values or (x, y, z) tuples;
     None: every cube, at most `MAX_CUBES`), and (`nonfinite`) every op that made inf or NaN
-    from finite operands (`.nonfinite`)."""
+    from finite operands (`.nonfinite`). `plane_width` groups units into planes for the cost
+    records (None: the plane size of `client`'s device, 32 where it gives none)."""
+    from cubelab.inspect.peaks import plane_width as device_plane_width
     from cubelab.inspect.trace import run_recorded
+
+    width = device_plane_width(client) if plane_width is None else plane_width
+    _cost.check_width(width)
 
     if getattr(cube_count, "handle", None) is not None:
         raise CubeError("access_map needs a static cube count (CubeCount.Static)")
@@ -237,11 +300,11 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
         chosen = sorted(set(chosen))
     result, client, args, copied = run_recorded(client, launcher, cube_count, cube_dim, args,
                                                 "record", (frozenset(chosen), limit, nonfinite))
-    log, report, definition = result
+    log, report, definition, _counts = result
     per = cube_dim.num_units
     units = [c * per + u for c in chosen for u in range(per)]
     return AccessMap(definition.name, log.table(), dict(log.arrays), chosen, units,
                      list(log.oob), 1, cube_dim.as_tuple() if hasattr(cube_dim, "as_tuple")
                      else tuple(cube_dim), list(definition.source_lines), definition.first_line,
                      log.truncated, list(getattr(report, "nonfinite", []) or []), client, copied,
-                     tuple(args))
+                     tuple(args), int(width))

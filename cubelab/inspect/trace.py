@@ -186,17 +186,18 @@ def _failure_of(client: Any, args: tuple[Any, ...]) -> BaseException | None:
 
 
 def run_recorded(client: Any, launcher: Any, cube_count: Any, cube_dim: Any,
-                 args: tuple[Any, ...], recorder: str,
-                 start: tuple[Any, ...]) -> tuple[Any, Any, tuple[Any, ...], bool]:
+                 args: tuple[Any, ...], recorder: str, start: tuple[Any, ...],
+                 copy: bool = False) -> tuple[Any, Any, tuple[Any, ...], bool]:
     """Run one launch on the CPU runtime with its server's `recorder` on ("trace": `begin_trace`
     / `end_trace`, "record": `begin_record` / `end_record`, each called on the device thread).
 
-    A launch issued on another runtime is re-run on CPU copies of its buffers, compiled with the
-    issuing client's options. Returns (what `end_<recorder>` gave, the CPU client, the arguments
-    it ran with, whether the buffers were copied); raises when the launch did not run."""
+    A launch issued on another runtime (or any, with `copy`) is re-run on CPU copies of its
+    buffers, compiled with the issuing client's options. Returns (what `end_<recorder>` gave,
+    the CPU client, the arguments it ran with, whether the buffers were copied); raises when
+    the launch did not run."""
     copied = False
     source = client
-    if client.name() != "cpu<numpy>":
+    if copy or client.name() != "cpu<numpy>":
         client, args = _copy_to_cpu(client, args)
         copied = True
     server = cpu_server(client, "trace" if recorder == "trace" else "access_map")

@@ -52,6 +52,10 @@ class Access:
     space: str = "global"  # "global" | "shared"
     local: int = 0  # the unit's position in its cube (UNIT_POS)
     seq: int = 0  # execution order: within one unit, program order
+    # which lockstep step of the interpreter made it: one execution of one access op by every
+    # active unit of a chunk of cubes (what a plane executes as one instruction). -1: unknown
+    # (a hand-made record; the cost rules then count a unit's n-th access of a line as step n)
+    step: int = -1
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -215,6 +219,7 @@ class AccessTable:
     names: list[str]
     spaces: list[str]  # per array id
     values: list[Any]  # per row, or chunks resolved by `records`
+    step: np.ndarray | None = None  # Access.step per row (None: every row -1)
 
     def __len__(self) -> int:
         return len(self.unit)
@@ -247,7 +252,7 @@ class AccessTable:
                    col(lambda a: a.phase), np.array(arr, dtype=np.int64),
                    col(lambda a: a.index), col(lambda a: KIND_IDS[a.kind]),
                    col(lambda a: -1 if a.line is None else a.line), col(lambda a: a.seq),
-                   names, spaces, [a.value for a in recs])
+                   names, spaces, [a.value for a in recs], col(lambda a: a.step))
 
     def select(self, rows: np.ndarray) -> "AccessTable":
         """The rows picked by a bool mask (values stay unconverted until read)."""
@@ -255,7 +260,12 @@ class AccessTable:
         return AccessTable(*(c[idx] for c in (self.unit, self.cube, self.local, self.phase,
                                                self.array, self.index, self.kind, self.line,
                                                self.seq)),
-                           self.names, self.spaces, _Picked(self.values, idx.tolist()))
+                           self.names, self.spaces, _Picked(self.values, idx.tolist()),
+                           None if self.step is None else self.step[idx])
+
+    def steps(self) -> np.ndarray:
+        """`step` per row, never None (-1 where unknown)."""
+        return self.step if self.step is not None else np.full(len(self), -1, np.int64)
 
     def row(self, i: int) -> Access:
         a = int(self.array[i])
@@ -263,16 +273,16 @@ class AccessTable:
         return Access(int(self.unit[i]), int(self.cube[i]), int(self.phase[i]), self.names[a],
                       int(self.index[i]), KINDS[int(self.kind[i])], self.values[i],
                       None if line < 0 else line, self.spaces[a], int(self.local[i]),
-                      int(self.seq[i]))
+                      int(self.seq[i]), int(self.steps()[i]))
 
     def records(self) -> list[Access]:
         names, spaces = self.names, self.spaces
         cols = [c.tolist() for c in (self.unit, self.cube, self.phase, self.array, self.index,
-                                     self.kind, self.line, self.local, self.seq)]
+                                     self.kind, self.line, self.local, self.seq, self.steps())]
         out = []
-        for u, c, p, a, i, k, ln, lo, sq, v in zip(*cols, self.values):
+        for u, c, p, a, i, k, ln, lo, sq, st, v in zip(*cols, self.values):
             out.append(Access(u, c, p, names[a], i, KINDS[k], v, None if ln < 0 else ln,
-                              spaces[a], lo, sq))
+                              spaces[a], lo, sq, st))
         return out
 
 
@@ -420,6 +430,7 @@ class ArrayInfo:
     length: int
     shape: tuple[int, ...] = ()
     width: int = 1  # vector width of an item
+    item_bytes: int = 4  # bytes of one item (element bytes × width): what one access moves
 
 
 @dataclass
@@ -468,10 +479,10 @@ class AccessLog:
         names: list[str] = []
         spaces: list[str] = []
         ids: dict[tuple[str, str], int] = {}
-        cols: list[list[np.ndarray]] = [[] for _ in range(9)]
+        cols: list[list[np.ndarray]] = [[] for _ in range(10)]
         values: list[Any] = []
-        for (array, space, kind, units, cubes, local, index, vals, line, phase,
-             seq0) in self._chunks:
+        for step, (array, space, kind, units, cubes, local, index, vals, line, phase,
+                   seq0) in enumerate(self._chunks):
             n = len(units)
             k = (array, space)
             a = ids.get(k)
@@ -482,12 +493,12 @@ class AccessLog:
             for c, v in zip(cols, (units, cubes, local, phase, np.full(n, a), index,
                                    np.full(n, KIND_IDS[kind]),
                                    np.full(n, -1 if line is None else line),
-                                   np.arange(seq0, seq0 + n))):
+                                   np.arange(seq0, seq0 + n), np.full(n, step))):
                 c.append(np.asarray(v, dtype=np.int64))
             values.append(vals)
         cat = [np.concatenate(c) if c else np.zeros(0, np.int64) for c in cols]
-        return AccessTable(*cat, names, spaces, _LazyValues(values, [len(c[3]) for c in
-                                                                    self._chunks]))
+        return AccessTable(*cat[:9], names, spaces,
+                           _LazyValues(values, [len(c[3]) for c in self._chunks]), cat[9])
 
     def records(self) -> list[Access]:
         return self.table().records()

@@ -17,6 +17,11 @@ wrappers can read the index each unit computed — in particular the index *befo
   `workgroup_uniform_load` is a barrier too, and its read is the first of the new phase.
 - Non-finite: after a float arithmetic or math op, a unit whose result is inf or NaN while its
   operands are finite is reported (unit, op, operands, line).
+- Counts (`cubelab.inspect.roofline`): every global access adds its active units × item bytes
+  to `Counts.bytes`, every float op its active units × components × the op's flops
+  (`cost.FLOPS`) to `Counts.flops` — over every cube the launch runs, recorded or not. A
+  counting launch may run only some cubes (`LaunchState.cube_runs`): a roofline of a large
+  launch counts a sample of them and scales.
 
 The trap: a recording must not change what the kernel does — the wrappers only read `ctx.env`
 after the wrapped step ran, and never touch memory.
@@ -33,6 +38,7 @@ import numpy as np
 from cubelab.ir.core import KernelDefinition, Op
 from cubelab.ir.types import Atomic, Elem, Ty
 from cubelab.runtime.cpu.access import AccessLog, ArrayInfo, NonFinite, OobRecord
+from cubelab.runtime.cpu.cost import FLOPS
 from cubelab.runtime.cpu.lanes import Ctx, full
 from cubelab.runtime.cpu.memory import LocalSlot, Mem, Ptr
 
@@ -53,9 +59,27 @@ class Instruments:
 
     accesses: bool = False
     nonfinite: bool = False
+    counts: bool = False
 
     def __bool__(self) -> bool:
-        return self.accesses or self.nonfinite
+        return self.accesses or self.nonfinite or self.counts
+
+
+@dataclass
+class Counts:
+    """What a launch moved and computed, over the cubes it ran (`Instruments.counts`)."""
+
+    read_bytes: int = 0  # global loads
+    written_bytes: int = 0  # global stores
+    atomic_bytes: int = 0  # global atomics (an item each, whatever the operation)
+    flops: int = 0
+    arrays: dict[str, tuple[int, int]] = field(default_factory=dict)  # global: (items, item bytes)
+    read_arrays: set[str] = field(default_factory=set)
+    written_arrays: set[str] = field(default_factory=set)
+
+    @property
+    def bytes(self) -> int:
+        return self.read_bytes + self.written_bytes + self.atomic_bytes
 
 
 @dataclass
@@ -73,6 +97,8 @@ class Recorder:
     chosen: np.ndarray | None = None  # bool per cube: recorded?
     names: dict[str, str] = field(default_factory=dict)  # shared IR name -> variable name
     cubes_checked: int = 0
+    counts: Counts | None = None
+    cube_runs: tuple[tuple[int, int], ...] | None = None  # a counting launch's sample of cubes
 
     def __post_init__(self) -> None:
         self.phase = np.zeros(self.total_units, dtype=np.int64)
@@ -136,12 +162,16 @@ def wrap(plan: Any, op: Op, step: Any, inst: Instruments, raw: dict[int, tuple[i
         return _phase(step)
     if name == "sync.uniform_load":  # a barrier, then a read that belongs to the new phase
         return _new_phase_then(_access(step, op, raw) if inst.accesses else step)
-    if inst.accesses and (name in _LOADS or name in _STORES or name in _ATOMICS):
+    if (inst.accesses or inst.counts) and (name in _LOADS or name in _STORES or
+                                           name in _ATOMICS):
         return _access(step, op, raw)
-    if inst.nonfinite and name in _FLOAT_OPS and op.results and _is_float(op.results[0].type):
-        if name == "arith.cast" and not any(_is_float(o.type) for o in op.operands):
-            return step  # an integer → float cast never makes inf or NaN
-        return _nonfinite(step, op)
+    if not (op.results and _is_float(op.results[0].type)):
+        return step
+    if inst.nonfinite and name in _FLOAT_OPS:
+        if not (name == "arith.cast" and not any(_is_float(o.type) for o in op.operands)):
+            step = _nonfinite(step, op)  # (an integer → float cast never makes inf or NaN)
+    if inst.counts and name in FLOPS:
+        step = _flops(step, op)
     return step
 
 
@@ -191,12 +221,50 @@ def _access(step: Any, op: Op, raw: dict[int, tuple[int, bool]]) -> Any:
     def run(ctx: Ctx, mask: Any) -> None:
         step(ctx, mask)
         rec = ctx.launch.recorder
-        if rec is None or rec.log is None:
+        if rec is None:
             return
         p = ctx.env[ptr_id]
         if not isinstance(p, Ptr) or p.mem.kind == "local":
             return
-        _record(rec, ctx, op, p, mask, kind, is_write, value_id, index_id, clamped)
+        if rec.counts is not None and p.mem.kind == "global":
+            _count(rec.counts, ctx, p.mem, mask, kind)
+        if rec.log is not None:
+            _record(rec, ctx, op, p, mask, kind, is_write, value_id, index_id, clamped)
+
+    return run
+
+
+def _active(ctx: Ctx, mask: Any) -> int:
+    return ctx.n if mask is None else int(np.count_nonzero(mask))
+
+
+def _count(counts: Counts, ctx: Ctx, mem: Mem, mask: Any, kind: str) -> None:
+    width = int(np.prod(mem.item_shape)) if mem.item_shape else 1
+    item = mem.store.dtype.itemsize * width
+    moved = _active(ctx, mask) * item
+    if kind == "read":
+        counts.read_bytes += moved
+        counts.read_arrays.add(mem.name)
+    elif kind == "write":
+        counts.written_bytes += moved
+        counts.written_arrays.add(mem.name)
+    else:
+        counts.atomic_bytes += moved
+        counts.read_arrays.add(mem.name)
+        counts.written_arrays.add(mem.name)
+    counts.arrays[mem.name] = (mem.length, item)
+
+
+def _flops(step: Any, op: Op) -> Any:
+    """`step`, then the active units × components × the op's flops added to the counts."""
+    ty = op.results[0].type
+    per = FLOPS[op.name] * (ty.width if isinstance(ty, Ty) else 1)
+
+    def run(ctx: Ctx, mask: Any) -> None:
+        step(ctx, mask)
+        rec = ctx.launch.recorder
+        if rec is not None and rec.counts is not None:
+            rec.counts.flops += _active(ctx, mask) * per
 
     return run
 
@@ -231,8 +299,10 @@ def _record(rec: Recorder, ctx: Ctx, op: Op, p: Ptr, mask: Any, kind: str, is_wr
     array = rec.names.get(mem.name, mem.name) if mem.kind == "shared" else mem.name
     space = "shared" if mem.kind == "shared" else "global"
     if array not in log.arrays:
+        width = int(np.prod(mem.item_shape)) if mem.item_shape else 1
         log.arrays[array] = ArrayInfo(array, space, mem.length, tuple(mem.shape),
-                                      int(mem.item_shape[0]) if mem.item_shape else 1)
+                                      int(mem.item_shape[0]) if mem.item_shape else 1,
+                                      mem.store.dtype.itemsize * width)
     phase = rec.phase[u]
     ix = index[where]
     line = op.loc.line if op.loc is not None else None

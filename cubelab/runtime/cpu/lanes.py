@@ -64,6 +64,9 @@ class LaunchState:
     max_iterations: int = MAX_LOOP_ITERATIONS  # per loop execution, then KernelRuntimeError
     recorder: Any = None  # an instrumented plan's `instruments.Recorder`
     scalar_key: tuple[Any, ...] = ()  # `Bindings.scalar_key()`: the scalars as a cache key
+    # (first cube, end) runs of linear cube positions to run, in order; None: every cube. Only
+    # a counting launch (a roofline's sample, on copies of the buffers) runs fewer.
+    cube_runs: tuple[tuple[int, int], ...] | None = None
 
 
 class Ctx:

@@ -319,20 +319,21 @@ class Plan:
         uniform = self._uniform_values(launch) if self.uniform_ops else _NO_VALUES
         bound += uniform
         statics: dict[int, dict[str, Any]] = {}  # per chunk size: arrays its chunks share
-        for c0 in range(0, total, per_chunk):
-            ncubes = min(per_chunk, total - c0)
-            static = statics.get(ncubes)
-            if static is None:
-                static = statics[ncubes] = self._static_for(ncubes, units)
-            ctx = Ctx(self.nvals, launch, c0, ncubes, static)
-            env = ctx.env
-            for vid, val in bound:
-                env[vid] = val
-            if self._hoisted_steps:
-                for vid, val in self._hoisted(ctx, uniform):
+        for first, end in launch.cube_runs or ((0, total),):
+            for c0 in range(first, end, per_chunk):
+                ncubes = min(per_chunk, end - c0)
+                static = statics.get(ncubes)
+                if static is None:
+                    static = statics[ncubes] = self._static_for(ncubes, units)
+                ctx = Ctx(self.nvals, launch, c0, ncubes, static)
+                env = ctx.env
+                for vid, val in bound:
                     env[vid] = val
-            static["signature"] = uniform  # what the launch-uniform values were computed for
-            self.body(ctx, None)
+                if self._hoisted_steps:
+                    for vid, val in self._hoisted(ctx, uniform):
+                        env[vid] = val
+                static["signature"] = uniform  # what the launch-uniform values were computed for
+                self.body(ctx, None)
 
     def _hoisted(self, ctx: Ctx, uniform: list[tuple[int, Any]]) -> list[tuple[int, Any]]:
         """The hoisted values (`analysis.unit_static_ops`) of chunks of `ctx`'s shape under the

@@ -45,7 +45,7 @@ from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import semantics as sem
 from cubelab.runtime.cpu.access import Access, AccessLog, NonFinite, Race, find_races, \
     find_uninitialised
-from cubelab.runtime.cpu.instruments import Instruments, Recorder
+from cubelab.runtime.cpu.instruments import Counts, Instruments, Recorder
 from cubelab.runtime.cpu.lanes import MAX_LOOP_ITERATIONS, LaunchState
 from cubelab.runtime.cpu.memory import OOB_MODES, Mem, OobAccess
 from cubelab.runtime.cpu.plan import Plan
@@ -262,11 +262,17 @@ class CpuServer(Server):
         self.reports_echo = echo
 
     def begin_record(self, cubes: frozenset[int] | None, limit: int,
-                     nonfinite: bool = False) -> None:
-        self._record_request = (cubes if cubes is None else frozenset(cubes), limit, nonfinite)
+                     nonfinite: bool = False, counts: bool = False,
+                     run_only: tuple[tuple[int, int], ...] | None = None) -> None:
+        """Record the next launch: the accesses of `cubes` (None: every cube), at most `limit`;
+        with `counts`, what it moves and computes (`instruments.Counts`); with `run_only`, only
+        those (first, end) runs of cubes execute (a roofline's sample, on copies)."""
+        self._record_request = (cubes if cubes is None else frozenset(cubes), limit, nonfinite,
+                                counts, run_only)
         self._record_result = None
 
-    def end_record(self) -> tuple[AccessLog, LaunchReport, KernelDefinition] | None:
+    def end_record(self) -> tuple[AccessLog, LaunchReport, KernelDefinition,
+                                  Counts | None] | None:
         self._record_request = None
         out, self._record_result = self._record_result, None
         return out
@@ -338,8 +344,11 @@ class CpuServer(Server):
         if tracer is None and (self._record_request is not None or self._reports_on
                                or self._scopes):
             recorder, races = self._recorder(definition, grid, mode)
+        cube_runs = None
         if recorder is not None:
-            inst = Instruments(recorder.log is not None, recorder.nonfinite is not None)
+            cube_runs = recorder.cube_runs
+            inst = Instruments(recorder.log is not None, recorder.nonfinite is not None,
+                               recorder.counts is not None)
             plan = self._instrumented_plans.get((entry.kernel_id, inst))  # type: ignore[assignment]
             if plan is None:
                 plan = Plan(definition, instruments=inst)
@@ -349,7 +358,7 @@ class CpuServer(Server):
                              oob=mode, plane_size=self.plane_size, launch_seq=self._seq,
                              tracer=tracer, definition=definition,
                              max_iterations=self.max_loop_iterations, recorder=recorder,
-                             scalar_key=bindings.scalar_key())
+                             scalar_key=bindings.scalar_key(), cube_runs=cube_runs)
         try:
             plan.run(launch)
         finally:
@@ -379,21 +388,27 @@ class CpuServer(Server):
         per = definition.cube_dim[0] * definition.cube_dim[1] * definition.cube_dim[2]
         total = grid[0] * grid[1] * grid[2]
         log = None
+        counts, runs = False, None
         if request is not None:
             self._record_request = None  # one launch is recorded
-            log = AccessLog(request[0], request[1])
-            nonfinite = nonfinite or request[2]
+            cubes, limit, asked_nonfinite, counts, runs = request
+            log = AccessLog(cubes, limit) if limit > 0 else None
+            nonfinite = nonfinite or asked_nonfinite
         elif races:
             log = AccessLog(None if total <= MAX_REPORT_CUBES
                             else frozenset(range(MAX_REPORT_CUBES)))
         rec = Recorder(definition, total * per, per, log, [] if nonfinite else None,
                        oob_mode=mode)
+        if counts:
+            rec.counts = Counts()
+            rec.cube_runs = runs
         rec.cubes_checked = min(total, MAX_REPORT_CUBES) if races else 0
         return rec, races and request is None
 
     def _findings(self, report: LaunchReport, rec: Recorder, races: bool) -> None:
-        if rec.log is not None and not races:
-            self._record_result = (rec.log, report, rec.definition)
+        if (rec.log is not None or rec.counts is not None) and not races:
+            self._record_result = (rec.log if rec.log is not None else AccessLog(frozenset()),
+                                   report, rec.definition, rec.counts)
         if races and rec.log is not None:
             t = rec.log.table()
             lengths = np.array([rec.log.arrays[n].length for n in t.names] + [0], dtype=np.int64)
