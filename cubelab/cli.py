@@ -9,12 +9,14 @@
     cubelab id kernels.py::add --types f32 --comptime false   the KernelId, field by field
     cubelab demo [--device cpu|wgpu]                 seed 000: saxpy, the quiz, the cache, OOB rows
     cubelab course build [01 03 ...]                 nbgrader source assignments (cubelab/course.py)
+    cubelab cost kernels.py::saxpy --count 4 --cube-dim 256 --arg a=2.0
+                                                     coalescing and bank conflicts (cli_cost.py)
 
 Output is highlighted through rich when it is installed (`pip install cubelab[terminal]`) and
 stdout is a terminal (`--color always|never` overrides); otherwise it is plain text — no boxes,
 nothing cropped — so `cubelab wgsl kernels.py::add > add.wgsl` writes the WGSL itself (the code commands print
 only the code then; the title goes with the colours). Nothing
-here runs on a device except `demo`.
+here runs on a device except `demo` and `cost`.
 """
 
 from __future__ import annotations
@@ -224,6 +226,9 @@ def parser() -> argparse.ArgumentParser:
     from cubelab.course import add_parser as add_course  # `cubelab course build` (teachers)
 
     add_course(sub)
+    from cubelab.cli_cost import add_parser as add_cost  # `cubelab cost FILE::KERNEL`
+
+    add_cost(sub)
     return ap
 
 

@@ -13,6 +13,8 @@ the session (log, monitor, reset, device).
     %cubelab races on|off         CPU runtime: judge every launch for races and uninitialised
                                   shared reads; findings print under the cell that launched
     %cubelab nonfinite on|off     CPU runtime: report ops that make inf/NaN from finite values
+    %cubelab cost on|off          CPU runtime: each launch's coalescing (32-byte sectors) and
+                                  shared-memory bank conflicts per source line, under the cell
 
 `%%cube` registers the cell's text with IPython's compile cache before running it, so
 `inspect.getsource` finds the kernels (cubelab's expansion needs their source) and errors point
@@ -159,7 +161,7 @@ class CubelabMagics(Magics):
     @line_magic
     def cubelab(self, line: str) -> Any:
         """%cubelab log on|off|<target> · monitor · reset · memory [cleanup] · device cpu|wgpu ·
-        races on|off · nonfinite on|off · status"""
+        races on|off · nonfinite on|off · cost on|off · status"""
         words = line.split()
         if not words or words[0] == "status":
             return self._status()
@@ -191,11 +193,11 @@ class CubelabMagics(Magics):
             return None
         if cmd == "device":
             return self._device(rest)
-        if cmd in ("races", "nonfinite"):
+        if cmd in ("races", "nonfinite", "cost"):
             return _findings(self).switch(cmd, rest)
         raise UsageError(f"unknown %cubelab command {cmd!r}; use log on|off|<target>, monitor, reset, "
                          "memory [cleanup], device cpu|wgpu, races on|off, nonfinite on|off, "
-                         "status")
+                         "cost on|off, status")
 
     def _status(self) -> None:
         from cubelab.runtime.device import Device
@@ -240,7 +242,7 @@ class CubelabMagics(Magics):
 
 
 class _Findings:
-    """`%cubelab races|nonfinite on|off`: the CPU runtime judges every launch; its findings
+    """`%cubelab races|nonfinite|cost on|off`: the CPU runtime judges every launch; its findings
     arrive as events on the device thread and are printed after each cell, on the main thread,
     so they land under the cell that launched (the device thread's own output would not)."""
 
@@ -248,13 +250,14 @@ class _Findings:
         self.magics = magics
         self.races = False
         self.nonfinite = False
+        self.cost = False
         self.found: list[Any] = []
         self._client: Any = None
         self._unsubscribe: Any = None
         magics.shell.events.register("post_run_cell", self.flush)
 
     def switch(self, what: str, rest: list[str]) -> None:
-        from cubelab.runtime.cpu import NonFiniteMade, RacesFound, set_reports
+        from cubelab.runtime.cpu import CostMeasured, NonFiniteMade, RacesFound, set_reports
 
         if len(rest) != 1 or rest[0] not in ("on", "off"):
             raise UsageError(f"usage: %cubelab {what} on|off")
@@ -270,9 +273,16 @@ class _Findings:
                 self._unsubscribe()
             self._client = client
             self._unsubscribe = client.events.subscribe(self.found.append, RacesFound,
-                                                        NonFiniteMade)
-        set_reports(client, races=self.races, nonfinite=self.nonfinite, echo=False)
-        if what == "races":
+                                                        NonFiniteMade, CostMeasured)
+        set_reports(client, races=self.races, nonfinite=self.nonfinite, echo=False,
+                    cost=self.cost)
+        if what == "cost":
+            print("cubelab: cost report " + (
+                "on — every launch's global and shared accesses are recorded (first 64 cubes) "
+                "and its coalescing and bank conflicts per line are printed under the cell "
+                f"({client.properties().plane_size or 32} units per plane)"
+                if self.cost else "off"))
+        elif what == "races":
             print("cubelab: race report " + (
                 "on — every launch's global and shared accesses are recorded (first 64 cubes) "
                 "and races and uninitialised shared reads are printed under the cell"
@@ -283,7 +293,8 @@ class _Findings:
                 if self.nonfinite else "off"))
 
     def flush(self, *_: Any) -> None:
-        if self._client is None or not (self.races or self.nonfinite or self.found):
+        if self._client is None or not (self.races or self.nonfinite or self.cost or
+                                        self.found):
             return
         self._client.device.runner.call(lambda: None)  # the cell's launches have run
         found, self.found[:] = list(self.found), []
@@ -298,6 +309,8 @@ def _finding_lines(e: Any) -> list[str]:
     r = LaunchReport(e.kernel, e.launch_seq, "")
     if hasattr(e, "races"):
         r.races, r.races_total, r.uninitialised = list(e.races), e.total, list(e.uninitialised)
+    elif hasattr(e, "coalescing"):
+        r.coalescing, r.conflicts, r.source = list(e.coalescing), list(e.conflicts), e.source
     else:
         r.nonfinite, r.nonfinite_total = list(e.records), e.total
     return report_lines(r)

@@ -175,3 +175,57 @@ def test_cost_tables_print_render_and_serialise(cpu_client):
     d = m.to_dict()
     assert d["plane_width"] == 32 and d["coalescing"][0]["efficiency"] in (0.5, 1.0)
     assert str(m.conflicts()).endswith("no shared access recorded")
+
+
+# -- views: the SVG and the widget colour each access line -----------------------------------------
+def test_the_access_map_svg_colours_each_access_line_by_what_it_costs(client):
+    import xml.etree.ElementTree as ET
+
+    m = strided(client, 8)
+    root = ET.fromstring(m.to_svg())
+    groups = root.iter("{http://www.w3.org/2000/svg}g")
+    lines = {(g.get("data-array"), g.get("data-kind")): g for g in groups
+             if g.get("class") == "cost-line"}
+    assert set(lines) == {("x", "read"), ("out", "write")}
+    bad, good = lines[("x", "read")], lines[("out", "write")]
+    assert float(bad.get("data-badness")) == 1.0 and float(good.get("data-badness")) == 0.0
+    fill = {g: next(r for r in g if r.tag.endswith("rect")).get("fill") for g in (bad, good)}
+    assert fill[bad] == "#d62728" and fill[good] == "#2ca02c"  # red: 1/8 used; green: all
+    assert "12% coalesced" in "".join(bad.itertext()) and "x[i * stride]" in "".join(bad.itertext())
+
+
+def test_the_access_map_widget_folds_out_the_cost_tables(cpu_client):
+    from cubelab.widgets import AccessMap
+
+    out = cpu_client.empty(4 * 64)
+    m = inspect.access_map(shared_strided.launch, cpu_client, CubeCount.Static(1),
+                           CubeDim.new_1d(64), BufferArg.from_raw_parts(out, 64), 2)
+    w = AccessMap(m)
+    model = w.model()
+    assert [r["worst"] for r in model["conflicts"] if r["kind"] == "read"] == [2]
+    assert model["coalescing"][0]["efficiency"] == 1.0
+    assert "worst bank conflict: sm read 2-way" in w.details.value
+    assert 'class="cl-cost"' in w.details.value and 'class="cost-line"' in w.drawing.value
+
+
+# -- the terminal ------------------------------------------------------------------------------------
+def test_cubelab_cost_builds_the_launch_from_the_signature_and_prints_the_tables(capsys):
+    from pathlib import Path
+
+    from cubelab.cli import main
+
+    kernels = str(Path(__file__).parent / "fixtures" / "cost_kernels.py")
+    assert main(["--color", "never", "cost", f"{kernels}::strided_read", "--count", "2",
+                 "--cube-dim", "32", "--len", "x=256", "--arg", "stride=4"]) == 0
+    out = capsys.readouterr().out
+    assert "access map of `strided_read`" in out and "no race" in out
+    assert "coalescing of `strided_read` (32 units per plane" in out
+    row = next(line for line in out.splitlines() if line.startswith("13") and " x " in line)
+    assert "25%" in row and "x[i * stride]" in row
+    assert main(["--color", "never", "cost", f"{kernels}::rows_and_columns", "--cube-dim",
+                 "8,8"]) == 0
+    assert "50%" in capsys.readouterr().out  # the transposed read
+    with pytest.raises(SystemExit, match="--arg stride=VALUE"):
+        main(["--color", "never", "cost", f"{kernels}::strided_read"])
+    with pytest.raises(SystemExit, match="has no argument `y`"):
+        main(["--color", "never", "cost", f"{kernels}::strided_read", "--len", "y=3"])

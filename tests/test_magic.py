@@ -265,6 +265,38 @@ def test_races_on_prints_the_races_under_the_cell_and_off_stops_it(ip, monkeypat
     assert "race" not in capsys.readouterr().out
 
 
+STRIDED_CELL = '''
+import numpy as np
+from cubelab import Device, BufferArg, CubeCount, CubeDim
+from cubelab.prelude import f32
+from tests.fixtures.cost_kernels import strided_read, shared_strided
+c = Device.default().client()
+x = c.create_from_slice(f32.as_bytes(np.arange(128, dtype=np.float32)))
+out = c.empty(4 * 64)
+strided_read.launch(c, CubeCount.Static(1), CubeDim.new_1d(64), BufferArg.from_raw_parts(x, 128),
+                    BufferArg.from_raw_parts(out, 64), 2)
+shared_strided.launch(c, CubeCount.Static(1), CubeDim.new_1d(64),
+                      BufferArg.from_raw_parts(out, 64), 32)
+'''
+
+
+def test_cost_on_prints_each_launchs_coalescing_and_conflicts_and_off_stops_it(ip, monkeypatch,
+                                                                               capsys):
+    monkeypatch.setenv("CUBELAB_DEVICE", "cpu")
+    ip.run_line_magic("cubelab", "cost on")
+    assert "cost report on" in capsys.readouterr().out
+    assert ip.run_cell(STRIDED_CELL).success
+    out = capsys.readouterr().out
+    assert "memory cost of `strided_read`" in out and "50% coalesced" in out
+    assert "x[i * stride]" in out  # the student's own line
+    assert "memory cost of `shared_strided`" in out and "32-way bank conflict" in out
+    assert "race" not in out  # cost on is not races on
+    ip.run_line_magic("cubelab", "cost off")
+    capsys.readouterr()
+    assert ip.run_cell(STRIDED_CELL).success
+    assert "memory cost" not in capsys.readouterr().out
+
+
 def test_races_on_needs_the_cpu_runtime(ip, monkeypatch, wgpu_client):
     from IPython.core.error import UsageError
 

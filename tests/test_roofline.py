@@ -103,3 +103,22 @@ def test_a_roofline_renders_alone_and_refuses_what_it_cannot_count(cpu_client):
         saxpy_roofline(cpu_client, 256, peaks=inspect.device_peaks(cpu_client), repeats=0)
     peaks = inspect.device_peaks(cpu_client)
     assert ET.fromstring(peaks.to_svg()).tag == f"{SVG}svg"
+
+
+def test_the_roofline_widget_charts_lists_and_details_its_kernels(cpu_client):
+    from cubelab.widgets import Roofline as RooflineWidget
+
+    peaks = inspect.device_peaks(cpu_client)
+    naive = matmul(cpu_client, matmul_naive, 32, peaks)
+    tiled = matmul(cpu_client, matmul_tiled, 32, peaks)
+    w = RooflineWidget(naive)
+    assert "<svg" in w.chart.value and "matmul_naive" in w.table.value
+    w.add(tiled)
+    m = w.model()
+    assert m["kernels"] == ["matmul_naive", "matmul_tiled"] and m["picked"] == 1
+    assert "roofline of `matmul_tiled`" in w.details.value
+    w.picker.value = 0
+    assert "roofline of `matmul_naive`" in w.details.value
+    assert w.table.value.count('class="cl-roofline-row"') == 2
+    with pytest.raises(TypeError):
+        RooflineWidget()

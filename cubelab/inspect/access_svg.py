@@ -15,6 +15,10 @@ element (a 2-D tensor is a grid). In a cell:
   `6✗` (write dropped);
 - with a `unit` chosen, the cells that unit touched are outlined in black and the rest faded.
 
+Above the phases, each access line of the kernel (one per source line, array and kind) is
+listed with what it costs, coloured green → amber → red by its coalescing efficiency or bank
+conflict degree (`inspect/cost.py`, the same scale as `AccessMap.coalescing()`'s table).
+
 Every cell is exactly one `<rect class="cell ...">` carrying `data-array`, `data-index`,
 `data-phase` and a `<title>` (hover: who touched it, how, on which line). Colours are
 presentation attributes, not CSS, so the drawing survives the sanitisers of exported HTML and
@@ -27,6 +31,8 @@ from __future__ import annotations
 
 from html import escape
 from typing import TYPE_CHECKING, Any
+
+from cubelab.inspect.cost import cost_lines_svg
 
 if TYPE_CHECKING:
     from cubelab.inspect.access_map import AccessMap
@@ -114,6 +120,7 @@ def render(m: "AccessMap", phase: int | None = None, unit: int | None = None) ->
     s.width = max(s.width, 16 + int(6.8 * len(summary)))
     s.y += 8
     _legend(s)
+    cost_lines_svg(s, m)  # each access line coloured by what it costs (inspect/cost.py)
     rows = _rows(m)
     if len(m.cubes) > MAX_CUBES and any(i.space == "shared" for i in m.arrays.values()):
         s.y += 16

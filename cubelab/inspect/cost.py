@@ -115,3 +115,40 @@ class CostTable(TableView):
         note = f'<div class="cl-muted">{html.escape(self.note)}</div>' if self.note else ""
         return (f'{title}<table class="cl-table"><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(body)}</tbody></table>{note}')
+
+
+def cost_lines_svg(svg: Any, m: Any) -> None:
+    """Draw `m`'s access lines, one per (line, array, kind), each coloured by its coalescing
+    efficiency or conflict degree, onto the access map's SVG builder `svg` (`access_svg._Svg`:
+    `parts`, `y`, `width`, `text`). Each is a `<g class="cost-line">` with `data-line`,
+    `data-array`, `data-kind` and `data-badness`, and a `<title>` with the counts."""
+    rows: list[tuple[Any, str]] = []
+    for c in m.coalescing():
+        rows.append((c, f"{c.efficiency:.0%} coalesced · {c.sectors_per_instruction:.1f} sectors "
+                        f"per plane, ideal {c.ideal / max(1, c.instructions):.1f}"))
+    for b in m.conflicts():
+        what = "no bank conflict" if b.worst <= b.ideal else f"{b.worst}-way bank conflict"
+        rows.append((b, f"{what} · mean {b.mean:.1f} ways"))
+    if not rows:
+        return
+    svg.y += 22
+    svg.text(8, svg.y, f"memory cost per access line · {m.plane_width} units per plane", 12,
+             "bold", cls="cost-title")
+    svg.y += 4
+    for rec, what in rows:
+        svg.y += 17
+        colour = cost_colour(rec)
+        space = "global" if isinstance(rec, LineCoalescing) else "shared"
+        label = f"line {rec.line} · {rec.array} {rec.kind} ({space}) · {what}"
+        text = m.source(rec.line)
+        tip = f"{label}\n{text}" if text else label
+        svg.parts.append(
+            f'<g class="cost-line" data-line="{rec.line}" data-array="{html.escape(rec.array)}" '
+            f'data-kind="{rec.kind}" data-badness="{badness(rec):.3f}">'
+            f"<title>{html.escape(tip)}</title>"
+            f'<rect class="cost" x="8" y="{svg.y - 10}" width="12" height="12" fill="{colour}"/>')
+        svg.text(26, svg.y, label, 11, fill=colour if badness(rec) > 0 else "#222")
+        if text:
+            svg.text(34 + 6.6 * len(label), svg.y, text, 11, fill="#555")
+        svg.parts.append("</g>")
+        svg.width = max(svg.width, int(40 + 6.6 * (len(label) + len(text))))

@@ -9,6 +9,7 @@
     Quiz()                         # "how many compiles?" checked against a real run
     Stepper(trace)                 # step through a CPU-runtime trace
     AccessMap(access_map)          # who touched which cell, per unit and barrier phase
+    Roofline(naive, tiled)         # kernels on their device's roofline (inspect.roofline)
 
 Views read only the event bus and `cubelab.inspect`; they record on the device thread and
 redraw on one UI thread at most 10 times a second (see `_live.py`). Importing this module
@@ -23,10 +24,11 @@ from cubelab.widgets.kernel_inspector import KernelInspector
 from cubelab.widgets.launch_timeline import LaunchTimeline
 from cubelab.widgets.memory_board import MemoryBoard
 from cubelab.widgets.quiz import Quiz
+from cubelab.widgets.roofline import Roofline
 from cubelab.widgets.stepper import Stepper
 
 __all__ = ["KernelInspector", "CacheMonitor", "BufferBoard", "LaunchTimeline", "MemoryBoard",
-           "Quiz", "Stepper", "AccessMap",
+           "Quiz", "Stepper", "AccessMap", "Roofline",
            "LiveView", "UiThread", "default_ui", "monitor"]
 
 

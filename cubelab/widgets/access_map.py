@@ -5,7 +5,9 @@ hover or pick a cell to see who touched it.
     AccessMap(m)
 
 The drawing is `m.to_svg(phase, unit)` (the same SVG the static view shows): hovering a cell
-shows its `<title>` (every access to it: unit, kind, value, line). The "cell" picker answers the
+shows its `<title>` (every access to it: unit, kind, value, line); its access lines are
+coloured by what they cost, and the details fold out the coalescing and bank-conflict tables
+(`m.coalescing()`, `m.conflicts()`) with the same colours. The "cell" picker answers the
 same question in text for a projector, where hovering is awkward. An access map is plain data
 made before the widget exists, so the widget needs no events and no UI thread.
 """
@@ -106,7 +108,8 @@ class AccessMap(View):
             cell = [a.to_dict() for a in m.who_touched(arr, idx, self.phase)]
         return {"phase": self.phase, "phases": m.phases, "unit": self.unit, "touched": touched,
                 "cell": self.cell, "who_touched": cell, "races": len(m.races),
-                "uninitialised": len(m.uninitialised), "oob": len(m.oob)}
+                "uninitialised": len(m.uninitialised), "oob": len(m.oob),
+                "coalescing": m.coalescing().to_dict(), "conflicts": m.conflicts().to_dict()}
 
     def render(self) -> None:
         m = self.map
@@ -122,6 +125,26 @@ class AccessMap(View):
             self.drawing.value = m.to_svg(self.phase, self.unit)
             self.details.value = self._details_html()
 
+    def _cost_html(self) -> str:
+        """What each access line costs: the coalescing and bank-conflict tables, their rows
+        coloured as in the drawing, folded under a summary of the worst line."""
+        m = self.map
+        tables = [t for t in (m.coalescing(), m.conflicts()) if len(t)]
+        if not tables:
+            return ""
+        worst: list[str] = []
+        co = min(m.coalescing(), key=lambda r: r.efficiency, default=None)
+        cf = max(m.conflicts(), key=lambda r: r.worst / max(1, r.ideal), default=None)
+        if co is not None:
+            worst.append(f"least coalesced: {co.array} {co.kind} {co.efficiency:.0%} "
+                         f"(line {co.line})")
+        if cf is not None:
+            worst.append(f"worst bank conflict: {cf.array} {cf.kind} {cf.worst}-way "
+                         f"(line {cf.line})")
+        body = "".join(t.html_body() for t in tables)
+        return (f'<details class="cubelab-access-cost"><summary>memory cost · '
+                f"{html.escape(' · '.join(worst))}</summary>{body}</details>")
+
     def _details_html(self) -> str:
         m = self.map
         parts = [f'<div class="cubelab-code"><style>{table_css()}</style>']
@@ -134,6 +157,7 @@ class AccessMap(View):
                  f"{a.phase} (line {a.line})" for a in m.uninitialised[:20]]
         if rows:
             parts.append("<ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in rows) + "</ul>")
+        parts.append(self._cost_html())
         if self.unit is not None:
             s = m.scores[self.unit]
             touched = m.cells_of(self.unit, self.phase)

@@ -13,6 +13,7 @@
         ...
     result.nonfinite                           # [NonFinite(kernel, unit, op, result, ..., line)]
     set_reports(client, races=True, nonfinite=True)   # every launch from now on; printed
+    set_reports(client, cost=True)             # every launch's coalescing and bank conflicts
 
 Why a CPU runtime: cubelab must run where no Vulkan driver exists, and a student must be able to
 *watch* a kernel run (`cubelab.inspect.trace`). The modes and reports exist only here — a GPU
@@ -32,6 +33,7 @@ from cubelab.runtime.cpu.instruments import Instruments
 from cubelab.runtime.cpu.memory import OOB_MODES, OobAccess
 from cubelab.runtime.cpu.lanes import DivergentBarrier, KernelRuntimeError
 from cubelab.runtime.cpu.server import (
+    CostMeasured,
     CpuServer,
     DebugPrinted,
     LaunchReport,
@@ -45,7 +47,8 @@ from cubelab.runtime.cpu.server import (
 __all__ = ["CpuServer", "DebugPrinted", "DivergentBarrier", "KernelRuntimeError", "LaunchReport",
            "LaunchResults", "OOB_MODES", "OobAccess", "OutOfBoundsWrite", "cpu_server", "oob_mode", "set_oob_mode",
            "launch_results", "race_report", "nonfinite_report", "set_reports", "RacesFound",
-           "NonFiniteMade", "Race", "NonFinite", "Access", "report_lines", "print_lines"]
+           "NonFiniteMade", "Race", "NonFinite", "Access", "report_lines", "print_lines",
+           "CostMeasured"]
 
 
 def cpu_server(client: Any, what: str = "this") -> CpuServer:
@@ -167,8 +170,10 @@ def nonfinite_report(client: Any) -> Any:
 
 
 def set_reports(client: Any, races: bool = False, nonfinite: bool = False,
-                echo: bool = True) -> None:
-    """Judge every launch of this CPU device from now on (`%cubelab races on` uses it): findings
-    are published as `RacesFound` / `NonFiniteMade` events and, with `echo`, printed."""
+                echo: bool = True, cost: bool = False) -> None:
+    """Judge every launch of this CPU device from now on (`%cubelab races on` / `cost on` use
+    it): findings are published as `RacesFound` / `NonFiniteMade` / `CostMeasured` events and,
+    with `echo`, printed. `cost`: each launch's coalescing and bank conflicts per source line
+    (the first 64 cubes, 32 units per plane; the rules: `cost.py`)."""
     server = cpu_server(client, "set_reports")
-    client.device.runner.call(server.set_reports, races, nonfinite, echo)
+    client.device.runner.call(server.set_reports, races, nonfinite, echo, cost)

@@ -45,6 +45,8 @@ from cubelab.runtime import events as ev
 from cubelab.runtime.cpu import semantics as sem
 from cubelab.runtime.cpu.access import Access, AccessLog, NonFinite, Race, find_races, \
     find_uninitialised
+from cubelab.runtime.cpu.cost import LineCoalescing, LineConflicts, bank_conflicts, \
+    coalescing_by_line, conflicts_by_line, cost_lines, transactions
 from cubelab.runtime.cpu.instruments import Counts, Instruments, Recorder
 from cubelab.runtime.cpu.lanes import MAX_LOOP_ITERATIONS, LaunchState
 from cubelab.runtime.cpu.memory import OOB_MODES, Mem, OobAccess
@@ -85,6 +87,19 @@ class RacesFound(ev.Event):
 
 
 @dataclass(slots=True, eq=False)
+class CostMeasured(ev.Event):
+    """CPU runtime, cost report on: one launch's coalescing and bank conflicts per source line
+    (over the recorded cubes; `cost.py`), with the text of those lines."""
+
+    kernel: str
+    coalescing: tuple[LineCoalescing, ...]
+    conflicts: tuple[LineConflicts, ...]
+    plane_width: int
+    source: dict[int, str]
+    launch_seq: int
+
+
+@dataclass(slots=True, eq=False)
 class NonFiniteMade(ev.Event):
     """CPU runtime, non-finite report on: ops of one launch that made inf/NaN from finite
     operands."""
@@ -114,6 +129,10 @@ class LaunchReport:
     # with the non-finite report on
     nonfinite: list[NonFinite] | None = None
     nonfinite_total: int = 0
+    # with the cost report on: per source line, and the text of those lines
+    coalescing: list[LineCoalescing] | None = None
+    conflicts: list[LineConflicts] = field(default_factory=list)
+    source: dict[int, str] = field(default_factory=dict)
 
 
 def report_lines(report: LaunchReport) -> list[str]:
@@ -134,6 +153,8 @@ def report_lines(report: LaunchReport) -> list[str]:
     if report.nonfinite:
         lines.append(f"cubelab: {report.nonfinite_total} non-finite value(s) made in `{k}`:")
         lines += [f"  {n}" for n in report.nonfinite[:20]]
+    if report.coalescing is not None:
+        lines += cost_lines(k, report.coalescing, report.conflicts, report.source.get)
     return lines
 
 
@@ -183,6 +204,8 @@ class CpuServer(Server):
         self._instrumented_plans: dict[tuple[KernelId, Instruments], Plan] = {}
         self.reports = Instruments()  # per device: `set_reports`
         self._reports_on = False  # bool(self.reports), kept so a plain launch makes no call
+        self.race_reports = False  # set_reports: which judgements the recorded accesses get
+        self.cost_reports = False
         self.reports_echo = True  # print findings from the device thread (not in a block)
         self._seq = 0
         self._oob_writes: list[OobAccess] = []
@@ -256,8 +279,10 @@ class CpuServer(Server):
             _check_mode(mode)
         self._scopes.append((mode, sink, instruments))
 
-    def set_reports(self, races: bool, nonfinite: bool, echo: bool = True) -> None:
-        self.reports = Instruments(races, nonfinite)
+    def set_reports(self, races: bool, nonfinite: bool, echo: bool = True,
+                    cost: bool = False) -> None:
+        self.reports = Instruments(races or cost, nonfinite)
+        self.race_reports, self.cost_reports = races, cost
         self._reports_on = bool(self.reports)
         self.reports_echo = echo
 
@@ -409,13 +434,23 @@ class CpuServer(Server):
         if (rec.log is not None or rec.counts is not None) and not races:
             self._record_result = (rec.log if rec.log is not None else AccessLog(frozenset()),
                                    report, rec.definition, rec.counts)
-        if races and rec.log is not None:
+        # `races`: a judged launch (a race_report block, or set_reports), not an access_map
+        scoped = any(i.accesses for _, _, i in self._scopes)
+        if races and rec.log is not None and (self.race_reports or scoped):
             t = rec.log.table()
             lengths = np.array([rec.log.arrays[n].length for n in t.names] + [0], dtype=np.int64)
             t = t.select((t.index >= 0) & (t.index < lengths[t.array]))
             report.races, report.races_total = find_races(t)
             report.uninitialised = find_uninitialised(t)
             report.cubes_checked = rec.cubes_checked
+        if races and rec.log is not None and self.cost_reports:
+            t, arrays = rec.log.table(), dict(rec.log.arrays)
+            report.coalescing = coalescing_by_line(transactions(t, arrays, self.plane_size))
+            report.conflicts = conflicts_by_line(bank_conflicts(t, arrays, self.plane_size))
+            d = rec.definition
+            for r in report.coalescing + report.conflicts:
+                if r.line is not None and 0 <= r.line - d.first_line < len(d.source_lines):
+                    report.source[r.line] = d.source_lines[r.line - d.first_line].strip()
         if rec.nonfinite is not None:
             report.nonfinite = rec.nonfinite
             report.nonfinite_total = rec.nonfinite_total
@@ -476,8 +511,13 @@ class CpuServer(Server):
             for a in report.oob:
                 self.bus.publish(ev.OobReported(a.kernel, a.buffer, a.index, a.length, a.unit,
                                                 a.cube, a.write, a.loc, report.launch_seq))
-        found = report.races or report.uninitialised or report.nonfinite
+        found = report.races or report.uninitialised or report.nonfinite or \
+            report.coalescing is not None
         if found and self.bus.active:
+            if report.coalescing is not None:
+                self.bus.publish(CostMeasured(report.kernel, tuple(report.coalescing),
+                                              tuple(report.conflicts), self.plane_size,
+                                              dict(report.source), report.launch_seq))
             if report.races is not None and (report.races or report.uninitialised):
                 self.bus.publish(RacesFound(report.kernel, tuple(report.races),
                                             report.races_total, tuple(report.uninitialised),
