@@ -9,7 +9,8 @@ clicks the Stepper's "forward" button; then it switches JupyterLab to its dark t
 the highlighting follows it. Layout is asserted as a student would see it: no text cut or clipped
 (errors and hints whole, cell labels naming their own cell), one row per generated line when a
 kernel line is picked, one row per launch, the stepper's current op on screen at the end of a
-trace, singular counts ("1 cache hit") and rows of one kernel told apart. Screenshots of each view go to `artifacts/browser/` (git-ignored).
+trace, singular counts ("1 cache hit") and rows of one kernel told apart. The Roofline widget
+shows its chart (matplotlib's SVG), a row per kernel and the picked kernel's report. Screenshots of each view go to `artifacts/browser/` (git-ignored).
 
 Recipe (docs/jupyter.md): Debian's `chromium` through Playwright's `executable_path` (Playwright
 never downloads a browser here), JupyterLab started in its own process group on a free port with
@@ -90,6 +91,15 @@ CELLS = [
     "t = inspect.trace(double.launch, client, CubeCount.Static(1), CubeDim.new_1d(4),\n"
     "                  BufferArg.from_raw_parts(v, 4), units=[2])\n"
     "stepper = Stepper(t)\nstepper",
+    "from cubelab.widgets import Roofline\n"
+    "from tests.fixtures.cost_kernels import saxpy\n"
+    "cpu = Device.cpu().client()  # its peaks take a fraction of a second to measure\n"
+    "xs = cpu.create_from_slice(f32.as_bytes(np.ones(16384, dtype=np.float32)))\n"
+    "ys = cpu.create_from_slice(f32.as_bytes(np.ones(16384, dtype=np.float32)))\n"
+    "r = inspect.roofline(saxpy.launch, cpu, CubeCount.Static(64), CubeDim.new_1d(256), 2.0,\n"
+    "                     BufferArg.from_raw_parts(xs, 16384), BufferArg.from_raw_parts(ys, 16384),\n"
+    "                     repeats=3)\n"
+    "Roofline(r)",
     "print('done')",
 ]
 
@@ -326,6 +336,19 @@ def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
             assert pane_box["y"] <= op_box["y"] <= pane_box["y"] + pane_box["height"], \
                 (pane_box, op_box)
             stepper.screenshot(path=str(ARTIFACTS / "stepper.png"))
+
+            # the roofline widget: the chart (matplotlib's SVG, with the kernel in its legend),
+            # a row per kernel and the picked kernel's report
+            roof = page.locator(".cubelab-roofline")
+            expect(roof.locator(".cubelab-roofline-chart svg")).to_have_count(1, timeout=20_000)
+            expect(roof.locator(".cubelab-roofline-chart svg")).to_contain_text("saxpy")
+            expect(roof.locator("tr.cl-roofline-row[data-bound='memory']")).to_have_count(1)
+            expect(roof.locator(".cubelab-roofline-details")).to_contain_text(
+                "roofline of `saxpy`")
+            chart = roof.locator(".cubelab-roofline-chart svg").bounding_box()
+            assert chart and chart["width"] > 300 and chart["height"] > 200, chart
+            assert roof.evaluate(CLIPPED) == [], roof.evaluate(CLIPPED)
+            roof.screenshot(path=str(ARTIFACTS / "roofline.png"))
 
             # the inspector of the %%cube cell: click its WGSL tab, see generated WGSL
             inspector = page.locator(".cubelab-kernel-inspector").first

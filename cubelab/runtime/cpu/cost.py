@@ -39,7 +39,7 @@ import numpy as np
 
 from cubelab.runtime.cpu.access import KINDS, AccessTable, ArrayInfo
 
-SECTOR_BYTES = 32  # what the memory system moves per request (NVIDIA's sector; AMD and Apple alike)
+SECTOR_BYTES = 32  # what the memory system moves per request (NVIDIA's sector since Volta)
 BANKS = 32  # shared-memory banks
 BANK_BYTES = 4  # bytes one bank delivers per pass
 DEFAULT_PLANE_WIDTH = 32  # where a device does not say (NVIDIA's warp, Apple's SIMD-group)
