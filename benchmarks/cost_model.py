@@ -109,6 +109,16 @@ def spearman(a: list[float], b: list[float]) -> float:
     return pearson(list(ranks(a)), list(ranks(b)))
 
 
+def correlate(what: str, predicted: list[float], rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Pearson and Spearman correlation of the model's `predicted` with each row's measured
+    time, said and returned."""
+    measured = [d["seconds"] for d in rows]
+    corr = {"pearson": pearson(predicted, measured), "spearman": spearman(predicted, measured)}
+    say(f"\ncorrelation of the model's {what} with the measured time: Pearson "
+        f"{corr['pearson']:.3f}, Spearman {corr['spearman']:.3f}\n")
+    return corr
+
+
 def median_time(client: Any, launch: Any, repeats: int) -> float:
     return statistics.median(profiled(client, launch, repeats))
 
@@ -153,11 +163,7 @@ def strided(client: Any, gpu: bool, repeats: int) -> dict[str, Any]:
                "model: MB moved (read + write)", "measured µs", "measured GB/s (asked for)",
                "GB/s if the model's bytes moved", "time ÷ stride 1", "model bytes ÷ stride 1"],
               rows))
-    pred = [d["predicted_bytes"] for d in data]
-    meas = [d["seconds"] for d in data]
-    corr = {"pearson": pearson(pred, meas), "spearman": spearman(pred, meas)}
-    say(f"\ncorrelation of the model's bytes with the measured time: Pearson "
-        f"{corr['pearson']:.3f}, Spearman {corr['spearman']:.3f}\n")
+    corr = correlate("bytes", [d["predicted_bytes"] for d in data], data)
     return {"units": units, "rows": data, "correlation": corr}
 
 
@@ -187,11 +193,7 @@ def shared(client: Any, gpu: bool, repeats: int) -> dict[str, Any]:
               f"{client.name()}",
               ["stride", "model: ways", "measured µs", "G shared reads / s", "time ÷ stride 1"],
               rows))
-    ways = [d["ways"] for d in data]
-    meas = [d["seconds"] for d in data]
-    corr = {"pearson": pearson(ways, meas), "spearman": spearman(ways, meas)}
-    say(f"\ncorrelation of the model's ways with the measured time: Pearson "
-        f"{corr['pearson']:.3f}, Spearman {corr['spearman']:.3f}\n")
+    corr = correlate("ways", [d["ways"] for d in data], data)
     return {"cubes": cubes, "reps": reps, "rows": data, "correlation": corr}
 
 
