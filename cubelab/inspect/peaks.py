@@ -15,7 +15,7 @@ student's kernel (`client.profile()`, median) — so the two are comparable by c
 
 The bandwidth curve copies `vec4<f32>`s (the widest coalesced access) over working sets from
 64 KiB up to a size that suits the device (32 MiB on a CPU adapter or the CPU runtime, 2 GiB on
-a GPU), stopping early when a launch takes longer than the time budget allows; like CubeCL's
+a GPU) — always up to an eighth of that, then while the time budget allows; like CubeCL's
 own bandwidth curve it shows the caches at small sizes and the launch cost at the smallest.
 The plateau is the median of the three largest working sets. Float throughput is four
 independent `vec4` FMA chains per unit, with the loop lengthened until one launch is long
@@ -185,7 +185,10 @@ def device_peaks(client: Any, refresh: bool = False, budget_s: float | None = No
         finally:
             x = out = None
         curve.append(BandwidthPoint(size, s, size / s / 1e9))
-        if time.perf_counter() - t0 > budget or s * 2 * (repeats + 1) > budget / 4:
+        # the sizes up to an eighth of the largest are always measured (a busy machine's slow
+        # launch must not cut the curve to one point); past them the time budget decides
+        spent = time.perf_counter() - t0
+        if size * 8 >= largest and (spent > budget or spent + s * 2 * (repeats + 1) > budget):
             break
         size *= 2
     if not curve:
