@@ -257,6 +257,7 @@ class _Findings:
         magics.shell.events.register("post_run_cell", self.flush)
 
     def switch(self, what: str, rest: list[str]) -> None:
+        from cubelab.inspect.peaks import plane_width
         from cubelab.runtime.cpu import CostMeasured, NonFiniteMade, RacesFound, set_reports
 
         if len(rest) != 1 or rest[0] not in ("on", "off"):
@@ -280,7 +281,7 @@ class _Findings:
             print("cubelab: cost report " + (
                 "on — every launch's global and shared accesses are recorded (first 64 cubes) "
                 "and its coalescing and bank conflicts per line are printed under the cell "
-                f"({client.properties().plane_size or 32} units per plane)"
+                f"({plane_width(client)} units per plane)"
                 if self.cost else "off"))
         elif what == "races":
             print("cubelab: race report " + (
