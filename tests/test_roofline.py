@@ -47,7 +47,12 @@ def test_saxpy_moves_12n_bytes_does_2n_flops_and_is_memory_bound(client, peaks):
     assert (r.bytes, r.flops) == (12 * n, 2 * n)
     assert r.cubes_counted == r.cubes_total == 64
     assert r.intensity == pytest.approx(1 / 6)
-    assert r.bound == "memory" and r.intensity < r.ridge
+    assert r.bound == ("memory" if r.intensity < r.ridge else "compute")
+    if client.name().startswith("wgpu"):
+        # lavapipe's ridge is 10-40 flop/byte: saxpy's 1/6 is far below it. (The CPU runtime's
+        # ridge is 0.15-0.7 — numpy's arithmetic streams memory too — so saxpy sits at it, and
+        # which side a measurement puts it on is the measurement's: docs/cost.md)
+        assert r.bound == "memory"
     assert (r.peak_gbps, r.peak_gflops) == (peaks.gbps, peaks.gflops)
     assert r.achieved_gbps == pytest.approx(r.bytes / r.seconds / 1e9)
     assert r.attainable_gflops == pytest.approx(r.intensity * r.peak_gbps)

@@ -10,8 +10,11 @@ size, and the plateau), its float throughput, the cost of an empty launch, its p
 Why measured, not looked up: a roofline must compare a kernel with what *this* runtime reaches
 through *this* path (wgpu on Vulkan, lavapipe, the CPU runtime), and a datasheet's figure is
 not that: the H200's 4.8 TB/s is HBM's, and a profiled cubelab launch also pays its submit.
-The kernels (`peak_kernels.py`) are ordinary cubelab kernels, timed as `roofline` times a
-student's kernel (`client.profile()`, median) — so the two are comparable by construction.
+The kernels (`peak_kernels.py`) are ordinary cubelab kernels, timed through the same path as
+`roofline` times a student's kernel (`client.profile()`) — so the two are comparable by
+construction. A peak is the best the device does, so each point keeps the fastest of its
+profiled launches (a roofline keeps the median: what a launch usually takes); on a busy machine
+that keeps the peaks from sinking with the load.
 
 The bandwidth curve copies `vec4<f32>`s (the widest coalesced access) over working sets from
 64 KiB up to a size that suits the device (32 MiB on a CPU adapter or the CPU runtime, 2 GiB on
@@ -53,7 +56,7 @@ _widths: dict[int, int] = {}  # Device.id -> measured plane width
 @dataclass(frozen=True)
 class BandwidthPoint:
     bytes: int  # working set: bytes read + bytes written by one launch
-    seconds: float  # median profiled time of one launch
+    seconds: float  # the fastest of its profiled launches
     gbps: float  # bytes / seconds / 1e9
 
 
@@ -166,7 +169,7 @@ def device_peaks(client: Any, refresh: bool = False, budget_s: float | None = No
     dim = CubeDim.new_1d(UNITS)
 
     def copy_time(items: int, x: Any, out: Any) -> float:
-        return statistics.median(profiled(client, lambda: stream_copy.launch_unchecked(
+        return min(profiled(client, lambda: stream_copy.launch_unchecked(
             client, _grid(items), dim, BufferArg.from_raw_parts(x, 4 * items),
             BufferArg.from_raw_parts(out, 4 * items)), repeats))  # lengths count floats
 
@@ -209,7 +212,7 @@ def _fma_throughput(client: Any, kernel: Any, kind: str, dim: CubeDim) -> float:
     out = client.empty(units * 16)
     steps = 16
     while True:
-        s = statistics.median(profiled(client, lambda: kernel.launch_unchecked(
+        s = min(profiled(client, lambda: kernel.launch_unchecked(
             client, _grid(units), dim, 1.0, steps, BufferArg.from_raw_parts(out, 4 * units)), 3))
         # 4 chains × 4 lanes × an FMA (2 flops) per step; the set-up (5 flops + 3 vec4 adds)
         flops = units * (steps * 32 + 5 + 12)
