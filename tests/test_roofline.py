@@ -55,7 +55,7 @@ def test_saxpy_moves_12n_bytes_does_2n_flops_and_is_memory_bound(client, peaks):
         assert r.bound == "memory"
     assert (r.peak_gbps, r.peak_gflops) == (peaks.gbps, peaks.gflops)
     assert r.achieved_gbps == pytest.approx(r.bytes / r.seconds / 1e9)
-    assert r.attainable_gflops == pytest.approx(r.intensity * r.peak_gbps)
+    assert r.attainable_gflops == pytest.approx(min(r.peak_gflops, r.intensity * r.peak_gbps))
     assert r.sector_bytes == r.bytes == r.compulsory_bytes  # coalesced, each buffer once
     assert len(r.samples) == 3 and r.seconds == sorted(r.samples)[1]
     # timed 4 times, yet y is what it was: a roofline leaves the buffers alone
