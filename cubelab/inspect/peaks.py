@@ -26,7 +26,9 @@ enough that its submit does not matter. Total time: about a second on lavapipe (
 is 3 s), a few seconds on a GPU.
 
 The trap: the measuring kernels run on the client's device like any other launch, so a
-`CacheMonitor` shows their compiles (`stream_copy`, `fma_chains`, `plane_dim`).
+`CacheMonitor` shows their compiles (`stream_copy`, `fma_chains`, `plane_dim`); and their buffers
+are given back with `client.memory_cleanup()` at the end (a 2 GiB working set must not stay in
+the pool), which also returns any other unused pooled page of that client.
 """
 
 from __future__ import annotations
@@ -199,6 +201,9 @@ def device_peaks(client: Any, refresh: bool = False, budget_s: float | None = No
     tail = sorted(p.gbps for p in curve[-3:])
     gbps = statistics.median(tail)
     gflops = _fma_throughput(client, fma_chains, kind, dim)
+    # the curve's buffers (up to 2 GiB on a GPU) go back to the driver, not into the pool
+    del small_x, small_out
+    client.memory_cleanup()
     peaks = DevicePeaks(f"{client.name()} · {client.properties().adapter}", gbps, gflops, floor,
                         curve, plane_width(client), time.perf_counter() - t0)
     _peaks[client] = peaks
