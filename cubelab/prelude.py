@@ -7,6 +7,7 @@ from cubelab.frontend.flow import unroll
 from cubelab.frontend.aggregates import cube_type
 from cubelab.frontend.kernel import cube
 from cubelab.frontend.library import (
+    intrinsic,
     acos,
     acosh,
     asin,
@@ -109,7 +110,7 @@ def comptime(value):  # type: ignore[no-untyped-def]
 
 
 __all__ = [
-    *_builtins_all, "cube", "cube_type", "comptime", "debug_print", "unroll", "exp", "log", "sqrt", "sin",
+    *_builtins_all, "intrinsic", "cube", "cube_type", "comptime", "debug_print", "unroll", "exp", "log", "sqrt", "sin",
     "cos", "tan", "tanh", "erf", "floor", "ceil", "clamp", "fma", "select", "sync_cube",
     "sync_storage", "workgroup_uniform_load", "workgroup_uniform_load_atomic", "device_properties", "plane_sum", "plane_min", "plane_max", "plane_all", "plane_any",
     "plane_broadcast", "plane_elect", "plane_prod", "plane_inclusive_sum",

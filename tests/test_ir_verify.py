@@ -90,3 +90,18 @@ def test_loads_and_stores_keep_the_pointee_type(bad):
     else:
         s.register("memory.store", [p, s.emit("arith.constant", [], F32, value=1.0)])
     assert any("pointer to u32" in p for p in verify(d))
+
+
+def test_a_constant_out_of_its_range_and_a_shift_by_a_signed_amount_are_named():
+    """A folding pass that forgets to wrap (`0xFFFFFFFF + 1` as 2**32) and a strength reduction
+    that shifts an i32 by an i32 amount: each is told which rule of OPS it broke."""
+    from cubelab.ir import I32
+
+    s, d, out = small()
+    s.emit("arith.constant", [], U32, value=2**32)
+    x = s.emit("arith.constant", [], I32, value=-3)
+    three = s.emit("arith.constant", [], I32, value=3)
+    s.emit("arith.shl", [x, three], I32)
+    problems = verify(d)
+    assert any("4294967296 does not fit u32" in p and "wraps" in p for p in problems), problems
+    assert any("`arith.shl`" in p and "the amount is a u32" in p for p in problems), problems

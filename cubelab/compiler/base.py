@@ -13,6 +13,7 @@ from typing import Any, Callable, Protocol
 
 from cubelab.compiler.info import InfoLayout, static_meta_index_of_rank
 from cubelab.ir.core import OPS, KernelDefinition, Loc, Op, Value
+from cubelab.ir.plugins import plugin_op
 
 
 @dataclass
@@ -38,13 +39,44 @@ class CompiledSource:
 class Target(Protocol):
     """A code generator. `shown_only`: its source is rendered beside every compile for reading
     (MSL) but never run here; a target that fails to render is then a comment, not an error.
-    `lexer`: the pygments lexer name its source is highlighted with."""
+    `lexer`: the pygments lexer name its source is highlighted with. A target that can spell a
+    plug-in op (`ir/plugins.py`) also has `lower(op, spelling)` (`LowersPluginOps`)."""
 
     name: str
     shown_only: bool
     lexer: str
 
     def compile(self, kernel: KernelDefinition) -> CompiledSource: ...
+
+
+class LowersPluginOps:
+    """What a target does with a plug-in op (`ir/plugins.py`): `lower(op, spelling)` stores the
+    target's spelling of it — a format string of the operands, `{0}`, `{1}`, ... — on the op's
+    record, and its emitter writes `spelling.format(*operands)` where the op's result is
+    defined (`plugin_spelling`). Checked here, on the calling thread: the op must be declared,
+    the fields must be its operands."""
+
+    name: str
+
+    def lower(self, op: str, spelling: str) -> None:
+        from cubelab.ir.plugins import set_lowering
+
+        set_lowering(op, self.name, spelling)
+
+
+def plugin_spelling(op: Op, target: str, label: str) -> str:
+    """`target`'s spelling of plug-in op `op`, or the error that says how to give it one."""
+    plugin = plugin_op(op.name)
+    if plugin is None:
+        raise CodegenError(f"the {label} target does not implement op {op.name!r}")
+    spelling = plugin.lowerings.get(target)
+    if spelling is None:
+        example = "{0}" if plugin.arity == 1 else ", ".join(f"{{{i}}}" for i in range(plugin.arity))
+        raise CodegenError(
+            f"the {label} target has no spelling of plug-in op {op.name!r}: give it one with "
+            f"TARGETS[{target!r}].lower({op.name!r}, \"...\") — a {label} expression of the "
+            f"operands {example}")
+    return spelling
 
 
 def failure_comment(target: str, entry: str, exc: BaseException) -> str:

@@ -8,7 +8,8 @@ Contract:
   `replace`, so a bad option is refused at once, on the calling thread, and nothing is changed.
 - `options_key(options)` is the one answer to "which options compiled this": a short string that
   changes whenever anything that changes the generated code changes — the CheckedIo rule, the
-  loop budget, and every extra pass by `pass_identity`. The server keys its pipeline cache by
+  loop budget, every extra pass by `pass_identity`, and every plug-in IR op by its digest
+  (`ir/plugins.py` `identity`: an op's spelling is code too). The server keys its pipeline cache by
   (KernelId, this key) and publishes it with every compile (`CompileFinished.options_key`); the
   persistent compilation store keys its files by it too.
 - `pass_identity(p)` says which pass `p` is: its class's qualified name, then 8 hex digits of a
@@ -33,6 +34,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, get_args, get_type_hints
 
+from cubelab.ir.plugins import identity as plugin_identity
 from cubelab.ir.passes import DEFAULT_CHECKED_IO, DEFAULT_LOOP_BUDGET, CheckedIoRule, Pass
 
 # The loop guard compares a u32 counter with the budget and with budget + 1 (`ir/passes.py`
@@ -133,8 +135,9 @@ def options_key(options: CompilationOptions) -> str:
     """The options' part of a compiled kernel's key: everything besides the KernelId that
     changes the generated code. Stable across processes (no ids, no addresses)."""
     passes = ",".join(pass_identity(p) for p in options.extra_passes)
+    ops = plugin_identity()  # plug-in IR ops change the code a KernelId compiles to, too
     return (f"checked_io={options.checked_io};loop_budget={options.loop_budget};"
-            f"extra_passes=[{passes}]")
+            f"extra_passes=[{passes}]" + (f";plugin_ops=[{ops}]" if ops else ""))
 
 
 __all__ = ["CompilationOptions", "MAX_LOOP_BUDGET", "options_key", "pass_identity"]

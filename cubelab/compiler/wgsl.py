@@ -32,7 +32,8 @@ import json
 import math
 from typing import Callable
 
-from cubelab.compiler.base import CodegenError, CompiledSource, InfoReads, InfoSlots, lowerings
+from cubelab.compiler.base import (CodegenError, CompiledSource, InfoReads, InfoSlots,
+                                   LowersPluginOps, lowerings, plugin_spelling)
 from cubelab.compiler.spelling import (BINARY, COMPARE, LOGICAL, MATH_SAME, REMAINDER, UNARY,
                                        f32_bits, f32_digits)
 from cubelab.compiler.info import info_layout
@@ -156,8 +157,10 @@ class _Emitter(InfoReads):
 
     def op(self, op: Op) -> None:
         lower = _LOWER.get(op.name)
-        if lower is None:
-            raise CodegenError(f"the WGSL target does not implement op {op.name!r}")
+        if lower is None:  # a plug-in op (ir/plugins.py), spelled by `TARGETS["wgsl"].lower`
+            spelling = plugin_spelling(op, "wgsl", "WGSL")
+            self.let(op, spelling.format(*(v.name for v in op.operands)))
+            return
         lower(self, op)
 
     # -- arithmetic ---------------------------------------------------------------------------
@@ -604,7 +607,7 @@ def dropped_print_notice(kernel: str, lines: list[int | None]) -> str:
             "line.")
 
 
-class WgslTarget:
+class WgslTarget(LowersPluginOps):
     name = "wgsl"
     shown_only = False
     lexer = "wgsl"

@@ -38,6 +38,7 @@ from cubelab.frontend.operands import (
     value,
 )
 from cubelab.frontend.values import RV, AtomicRef
+from cubelab.ir.plugins import plugin_op
 from cubelab.ir.scope import Scope
 from cubelab.ir.types import BOOL, U32, Elem, Pointer, Ty
 
@@ -614,6 +615,57 @@ dot = Intrinsic("dot", _dot, None, 2)
 magnitude = Intrinsic("magnitude", _magnitude, None, 1)
 normalize = Intrinsic("normalize", _normalize, None, 1)
 
+def intrinsic(op: str) -> Intrinsic:
+    """The function a kernel calls to use plug-in op `op` (declared with
+    `cubelab.ir.plugins.add_op`): `softplus = intrinsic("student.softplus")`, then
+    `softplus(x)` inside a `@cube` kernel emits the op. Its arguments become values of one type
+    as an operator's do (a literal takes the other side's type, a scalar meeting a vector is
+    splatted); the result has that type. With only Python numbers it computes in Python,
+    through the op's CPU step (comptime)."""
+    plugin = plugin_op(op)
+    if plugin is None:
+        raise ValueError(f"no plug-in op {op!r}: declare it first with "
+                         f"cubelab.ir.plugins.add_op({op!r}, meaning)")
+
+    def expand(s: Scope, *args: Any) -> Any:
+        if plugin_op(op) is None:
+            raise error(s, f"`{op}` is no longer an IR op (it was removed)",
+                        f"declare it again with cubelab.ir.plugins.add_op({op!r}, meaning)")
+        vals = _one_type(s, op, args)
+        if ty_of(vals[0]).elem is Elem.BOOL:
+            raise error(s, f"`{op}` takes numbers (f32, i32, u32), not bools")
+        return RV(s.emit(op, vals, ty_of(vals[0])))
+
+    def py(*args: Any) -> Any:
+        step = plugin_op(op).cpu if plugin_op(op) is not None else None  # type: ignore[union-attr]
+        if step is None:
+            raise TypeError(f"`{op}` has no CPU step yet, so it cannot compute in Python: "
+                            f"cubelab.runtime.cpu.cpu_step({op!r}, fn)")
+        return step(*(_np_scalar(a) for a in args)).item()
+
+    return Intrinsic(op.split(".", 1)[1], expand, py, plugin.arity)
+
+
+def _np_scalar(x: Any) -> Any:
+    import numpy as np
+
+    return np.float32(x) if isinstance(x, float) else np.asarray(x)
+
+
+def _one_type(s: Scope, what: str, args: tuple[Any, ...]) -> list[Any]:
+    """The arguments as IR values of one type (`pair`'s rule, for any number of them)."""
+    vals = [value(s, args[0], Ty(Elem.F32))] if len(args) == 1 else []
+    if len(args) > 1:
+        first, rest = pair(s, args[0], args[1], what)
+        vals = [first, rest]
+        for a in args[2:]:
+            widest, v = pair(s, RV(vals[0]), a, what)
+            vals = [widest, *vals[1:], v]
+        width = max(ty_of(v).width for v in vals)
+        vals = [splat(s, v, width) for v in vals]
+    return vals
+
+
 # Python builtins that mean the same inside a kernel (`min(a, b)`, `round(x)`, `pow(x, y)`, ...).
 PY_BUILTINS: dict[Any, Intrinsic] = {builtins.abs: abs_, builtins.round: round_,
                                      builtins.pow: pow_}
@@ -633,7 +685,7 @@ def power(s: Scope, a: Any, b: Any, at: Pos) -> Any:
     return pow_._expand_call(s, a, b)
 
 
-__all__ = ["sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "erf", "clamp",
+__all__ = ["intrinsic", "sqrt", "exp", "log", "sin", "cos", "tan", "tanh", "floor", "ceil", "erf", "clamp",
            "fma", "select", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
            "trunc", "inverse_sqrt", "recip", "exp_m1", "to_degrees", "to_radians", "is_nan",
            "is_inf", "atan2", "hypot", "rhypot", "powi", "count_ones", "reverse_bits",

@@ -86,7 +86,7 @@ def _run_target(client: Any) -> Target:
     return TARGETS[name] if name in TARGETS else default_target()
 
 
-def _pipeline(k: KernelInstance, options: CompilationOptions, run: Target,
+def _pipeline(k: KernelInstance, options: CompilationOptions, run: Target | None,
               show: Sequence[Target] = (), client: Any = None) -> Compilation:
     # the client's device properties, as its server defines the kernel (`device_properties()`)
     props = client.properties() if client is not None else None
@@ -96,7 +96,9 @@ def _pipeline(k: KernelInstance, options: CompilationOptions, run: Target,
 @api_boundary
 def ir(k: KernelInstance, after_passes: bool = False, checked_io: CheckedIoRule | None = None,
        *, client: Any = None) -> str:
-    c = compiled(k, checked_io, client=client)
+    """The IR as expanded, or after the passes: define and the passes only, no target — so the
+    IR of a kernel whose op a target cannot spell yet (a plug-in op being added) still shows."""
+    c = _pipeline(k, options_for(client, checked_io), run=None, client=client)
     return c.ir if after_passes else c.expanded_ir
 
 
@@ -105,7 +107,7 @@ def passes(k: KernelInstance, checked_io: CheckedIoRule | None = None, *,
            client: Any = None) -> list[PassRecord]:
     """Each pass's name and the IR before and after it: the built-in ones, then the client's
     extra passes (`client.set_compilation_options(extra_passes=[...])`)."""
-    return compiled(k, checked_io, client=client).passes
+    return _pipeline(k, options_for(client, checked_io), run=None, client=client).passes
 
 
 @api_boundary

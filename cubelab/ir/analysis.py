@@ -14,6 +14,8 @@ Contract:
   read it.
 - `PURE` / `is_pure(op)`: which ops only compute values (may be speculated or dropped) — the
   frontend's short-circuit rewrite and the CPU runtime's liveness both ask here;
+- a plug-in op (`ir/plugins.py`) is written into `EFFECTS` and `PURE` by `add_op`, as an op of
+  the package is written here by hand;
 - `all_ops(kernel)` is every op in program order (nested ones too); `max_value_id(kernel)` is the
   largest SSA id in use, so passes and targets that mint names continue after it.
 
@@ -68,9 +70,10 @@ EFFECTS: dict[str, Effect] = {
 # these) and dropped where nothing uses its result (the CPU runtime's liveness). `memory.index`
 # is one: it computes an address, and only a load or store through it touches memory — so
 # `i < n and x[i] > 0` is still never speculated (its load is not pure).
-PURE: frozenset[str] = frozenset(
+# A set, not a frozenset: a plug-in op declared pure joins it (`ir/plugins.py` add_op).
+PURE: set[str] = {
     name for name in OPS if name.split(".")[0] in ("arith", "math", "vector", "builtin", "info",
-                                                   "tensor")) | {"buffer.len", "memory.index"}
+                                                   "tensor")} | {"buffer.len", "memory.index"}
 
 
 def is_pure(op: Op) -> bool:

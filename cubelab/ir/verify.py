@@ -10,8 +10,11 @@ otherwise crash on, deep in codegen, with a message about the target instead of 
 - every value is defined once;
 - types agree where the op's meaning (OPS) says they must: elementwise arithmetic takes and
   gives one type, a comparison gives bools of the operands' width, a select's condition is bool,
-  a constant's value fits its type, a cast keeps the width, a load gives the pointee, a store
-  stores it, an `if` tests one bool, a `for` counts in one integer type.
+  a constant's value is of its type and in its range (u32: 0 … 2**32 - 1, i32: -2**31 …
+  2**31 - 1: integer arithmetic wraps, so a folded sum must too), a shift keeps its left
+  operand's type and shifts by a u32 of the same width, a cast keeps the width, a load gives the
+  pointee, a store stores it, an `if` tests one bool, a `for` counts in one integer type, a
+  plug-in op (`ir/plugins.py`) takes its arity of operands of its result's type.
 
 Why a verifier and not trust: `extra_passes` are student code (`cubelab.compiler.Pass`); a
 constant-folding pass that replaces `%v3 = arith.add %v1, %v2 : u32` by an f32 constant, or
@@ -25,11 +28,15 @@ Trap: it checks structure and the type rules above, not meaning — a pass that 
 from __future__ import annotations
 
 from cubelab.ir.core import OPS, Block, KernelDefinition, Op
-from cubelab.ir.types import Pointer, Ty
+from cubelab.ir.plugins import plugin_op
+from cubelab.ir.types import Elem, Pointer, Ty
 
 _SAME_TYPE = {"arith.add", "arith.sub", "arith.mul", "arith.div", "arith.rem", "arith.min",
               "arith.max", "arith.bitand", "arith.bitor", "arith.bitxor", "arith.and",
               "arith.or", "arith.neg", "arith.not", "arith.bitnot", "math.fma"}
+
+
+_INT_RANGE = {"u32": (0, 2**32 - 1), "i32": (-(2**31), 2**31 - 1)}
 
 
 def _where(op: Op) -> str:
@@ -45,7 +52,17 @@ def _check_types(op: Op) -> list[str]:
     def say(text: str) -> None:
         bad.append(f"`{op.name}`{_where(op)}: {text}")
 
-    if op.name in _SAME_TYPE:
+    plugin = plugin_op(op.name)
+    if plugin is not None:
+        if len(ops) != plugin.arity or len(op.results) != 1:
+            say(f"takes {plugin.arity} operand(s) and gives one value; here {len(ops)} and "
+                f"{len(op.results)}")
+        elif not isinstance(res, Ty) or res.elem is Elem.BOOL:
+            say(f"gives {res}; a plug-in op gives a scalar or vector of f32, i32 or u32")
+        for v in ops:
+            if v.type != res:
+                say(f"%{v.name} is {v.type} where {res} (the result's type) is expected")
+    elif op.name in _SAME_TYPE:
         for v in ops:
             if v.type != res:
                 say(f"%{v.name} is {v.type} where {res} (the result's type) is expected")
@@ -71,9 +88,21 @@ def _check_types(op: Op) -> list[str]:
         elif res.elem.value in ("i32", "u32") and (isinstance(value, bool)
                                                    or not isinstance(value, int)):
             say(f"value {value!r} is not a whole number, for a {res} constant")
+        elif res.elem.value in ("i32", "u32") and not _INT_RANGE[res.elem.value][0] <= value \
+                <= _INT_RANGE[res.elem.value][1]:
+            lo, hi = _INT_RANGE[res.elem.value]
+            say(f"value {value} does not fit {res} ({lo} … {hi}): integer arithmetic wraps "
+                "modulo 2**32, so a folded result must wrap too")
         elif res.elem.value == "f32" and (isinstance(value, bool)
                                           or not isinstance(value, (int, float))):
             say(f"value {value!r} is not a number, for an f32 constant")
+    elif op.name in ("arith.shl", "arith.shr") and len(ops) == 2:
+        value, amount = ops
+        if value.type != res:
+            say(f"%{value.name} is {value.type} where {res} (the result's type) is expected")
+        if isinstance(res, Ty) and amount.type != Ty(Elem.U32, res.width):
+            say(f"shifts by %{amount.name}: {amount.type}; the amount is a u32"
+                + (f" vector of width {res.width}" if res.width > 1 else ""))
     elif op.name in ("arith.cast", "arith.bitcast"):
         if isinstance(res, Ty) and isinstance(ops[0].type, Ty) and res.width != ops[0].type.width:
             say(f"changes the width: {ops[0].type} to {res}")

@@ -36,6 +36,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Iterable
 
 from cubelab.errors import LaunchError, ResourceError, api_boundary
+from cubelab.ir import plugins
 from cubelab.runtime import dry_run as _dry_run
 from cubelab.runtime import events as ev
 from cubelab.runtime import handle as _handle
@@ -111,6 +112,14 @@ class Client:
         # the one `launch` object the runner recognises when it gathers runs (runner.py)
         self._server_launch = self._runner.launch or self._server.launch
         self._put = self._runner.put
+        # a plug-in op's new spelling changes what a KernelId compiles to: forget the pipelines
+        # (held weakly: the subscription does not keep this client alive)
+        plugins.subscribe(self._plugin_op_changed)
+
+    def _plugin_op_changed(self, reason: str) -> None:
+        """A plug-in op (`ir/plugins.py`) was added, changed or removed: the pipelines compiled
+        before were built from another definition of the IR, so none may be reused."""
+        self._runner.call(self._server.clear_cache, reason)
 
     # -- identity -----------------------------------------------------------------------------
     def name(self) -> str:

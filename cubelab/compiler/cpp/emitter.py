@@ -43,7 +43,8 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from cubelab.compiler.base import CodegenError, CompiledSource, InfoReads, InfoSlots, lowerings
+from cubelab.compiler.base import (CodegenError, CompiledSource, InfoReads, InfoSlots,
+                                   LowersPluginOps, lowerings, plugin_spelling)
 from cubelab.compiler.info import info_layout
 from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, REMAINDER, UNARY
 from cubelab.ir.analysis import all_ops, buffer_io, max_value_id
@@ -265,8 +266,10 @@ class CEmitter(InfoReads):
     def op(self, op: Op) -> None:
         self.loc = op.loc
         lower = _LOWER.get(op.name)
-        if lower is None:
-            raise CodegenError(f"the {self.d.label} target does not implement op {op.name!r}")
+        if lower is None:  # a plug-in op (ir/plugins.py): its spelling, one component at a time
+            spelling = plugin_spelling(op, self.d.name, self.d.label)
+            self.elementwise(op, lambda a: spelling.format(*a))
+            return
         lower(self, op)
 
     # -- one method per op --------------------------------------------------------------------
@@ -658,7 +661,7 @@ def compile_c(kernel: KernelDefinition, dialect: "Dialect") -> CompiledSource:
                           notices)
 
 
-class CTarget:
+class CTarget(LowersPluginOps):
     """A C-family target (`compiler/base.py` `Target`): the emitter given one dialect. A
     dialect module's target is a subclass naming its `dialect`, its `lexer` (pygments) and
     whether it is only shown here."""

@@ -14,6 +14,7 @@
     result.nonfinite                           # [NonFinite(kernel, unit, op, result, ..., line)]
     set_reports(client, races=True, nonfinite=True)   # every launch from now on; printed
     set_reports(client, cost=True)             # every launch's coalescing and bank conflicts
+    cpu_step("student.softplus", fn)           # a plug-in op's step (cubelab.ir.plugins)
 
 Why a CPU runtime: cubelab must run where no Vulkan driver exists, and a student must be able to
 *watch* a kernel run (`cubelab.inspect.trace`). The modes and reports exist only here — a GPU
@@ -44,7 +45,9 @@ from cubelab.runtime.cpu.server import (
     report_lines,
 )
 
-__all__ = ["CpuServer", "DebugPrinted", "DivergentBarrier", "KernelRuntimeError", "LaunchReport",
+from cubelab.runtime.cpu.steps.plugin import cpu_step
+
+__all__ = ["cpu_step", "CpuServer", "DebugPrinted", "DivergentBarrier", "KernelRuntimeError", "LaunchReport",
            "LaunchResults", "OOB_MODES", "OobAccess", "OutOfBoundsWrite", "cpu_server", "oob_mode", "set_oob_mode",
            "launch_results", "race_report", "nonfinite_report", "set_reports", "RacesFound",
            "NonFiniteMade", "Race", "NonFinite", "Access", "report_lines", "print_lines",

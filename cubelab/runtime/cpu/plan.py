@@ -58,6 +58,7 @@ from cubelab.runtime.cpu.lanes import (
 )
 from cubelab.runtime.cpu.steps.accumulate import accumulate
 from cubelab.runtime.cpu.steps.memory import in_place
+from cubelab.runtime.cpu.steps.plugin import plugin_builder
 from cubelab.runtime.cpu.steps.registry import BUILDERS, Step
 
 __all__ = ["BUILDERS", "CHUNK_LANES", "DivergentBarrier", "KernelRuntimeError", "LaunchState",
@@ -270,12 +271,8 @@ class Plan:
                 ctx.env[r] = ctx.lanes()
 
             return lane_step
-        builder = BUILDERS.get(op.name)
-        if builder is None:
-            raise KernelRuntimeError(
-                f"the CPU runtime does not implement op {op.name!r} (kernel "
-                f"`{self.definition.name}`)")
-        return builder(self, op, depth)
+        # an op of the package, else a plug-in op's step (or the error saying how to add one)
+        return BUILDERS.get(op.name, plugin_builder)(self, op, depth)
 
     # -- running -------------------------------------------------------------------------------
     def _static_for(self, ncubes: int, units: int) -> dict[str, Any]:
