@@ -1,6 +1,7 @@
 """`cubelab course build`: the chapter notebooks as nbgrader *source* assignments.
 
-    cubelab course build                  every notebooks/NN_*.ipynb → course/source/<stem>/<stem>.ipynb
+    cubelab course build                  every notebooks/NN_*.ipynb and capstone_*.ipynb →
+                                          course/source/<stem>/<stem>.ipynb
     cubelab course build 03 05            only chapters 03 and 05
     cubelab course build --points 2       two points per exercise (default 1)
 
@@ -48,7 +49,8 @@ from typing import Any, Sequence
 __all__ = ["BuildError", "Chapter", "build", "build_chapter", "read_solutions", "add_parser"]
 
 SOLUTION_MARK = re.compile(r"^# %% exercise:\s*(\S+)\s*$")
-CHAPTER_NAME = re.compile(r"^\d\d_.+\.ipynb$")
+# a chapter (two-digit prefix) or a part's capstone project, graded the same way
+CHAPTER_NAME = re.compile(r"^(\d\d_|capstone_).+\.ipynb$")
 ROLES = ("question", "answer", "check")
 
 
@@ -197,7 +199,8 @@ def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
 
 
 def chapters(notebooks: Path, only: Sequence[str] = ()) -> list[Path]:
-    """The chapter notebooks (two-digit prefix), optionally only those whose name starts so."""
+    """The chapter notebooks (two-digit prefix) and the capstones (`capstone_*`), optionally only
+    those whose name starts so."""
     found = sorted(p for p in notebooks.glob("*.ipynb") if CHAPTER_NAME.match(p.name))
     if only:
         found = [p for p in found if any(p.name.startswith(o) for o in only)]

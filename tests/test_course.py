@@ -232,7 +232,8 @@ def test_every_chapter_of_the_course_builds(tmp_path: Path) -> None:
     import cubelab.exercises
 
     built = build(ROOT / "notebooks", tmp_path)
-    chapters = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    chapters = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb")
+                      if re.match(r"(\d\d|capstone)_", p.name))
     assert [c.name for c in built] == chapters
     for chapter in built:
         cells = _cells(chapter.path)
@@ -258,3 +259,14 @@ def test_a_check_cell_naming_an_unknown_exercise_stops_the_build(tmp_path: Path)
     solutions["fixture.dubble"] = solutions.pop(KEYS[1])
     with pytest.raises(BuildError, match=r"no exercise registered as fixture.dubble"):
         build_chapter(tmp_path / f"{CHAPTER}.ipynb", solutions, tmp_path / "out")
+
+
+def test_a_capstone_is_built_and_graded_like_a_chapter(tmp_path: Path) -> None:
+    notebooks = tmp_path / "notebooks"
+    (notebooks / "solutions").mkdir(parents=True)
+    shutil.copy(FIXTURE / "notebooks" / f"{CHAPTER}.ipynb", notebooks / "capstone_fixture.ipynb")
+    shutil.copy(FIXTURE / "notebooks" / "solutions" / f"{CHAPTER}.py",
+                notebooks / "solutions" / "capstone_fixture.py")
+    (notebooks / "notes.ipynb").write_text("{}")  # neither a chapter nor a capstone: left out
+    (built,) = build(notebooks, tmp_path / "course")
+    assert built.name == "capstone_fixture" and built.exercises == list(KEYS)

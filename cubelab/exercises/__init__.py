@@ -73,8 +73,9 @@ class Variants:
 
 EXERCISES: dict[str, Exercise | Variants] = {}
 
-# chapter modules hold exercises; the rest of the package is the machinery
-_CHAPTER = re.compile(r"^(ch\d+|puzzles)$")
+# chapter modules hold exercises (a capstone's module is named as its notebook); the rest of the
+# package is the machinery
+_CHAPTER = re.compile(r"^(ch\d+|puzzles|capstone_\w+)$")
 
 
 def register(*exercises: Exercise | Variants) -> None:
@@ -104,7 +105,8 @@ def variants(key: str, params: Iterable[Mapping[str, Any]]) -> Callable[[Callabl
 
 
 def chapter_modules() -> list[str]:
-    """Names of the modules that hold exercises (`ch01` ..., `puzzles`), found on disk."""
+    """Names of the modules that hold exercises (`ch01` ..., `puzzles`, `capstone_*`), found on
+    disk."""
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if _CHAPTER.match(m.name))
 
 
