@@ -354,12 +354,12 @@ def test_a_host_write_between_two_launches_ends_the_run_and_is_seen(client, xy, 
 def test_more_launches_with_new_scalars_than_the_info_ring_holds(wgpu_client, monkeypatch):
     # A batch with more info blocks than the ring holds is submitted first; a smaller ring
     # makes that happen with few launches.
-    import cubelab.runtime.wgpu.server as wserver
+    import cubelab.runtime.wgpu.info_ring as ring
 
     client = wgpu_client
-    monkeypatch.setattr(wserver, "_INFO_RING_BYTES", 2 * wserver._INFO_CHUNK)
+    monkeypatch.setattr(ring, "RING_BYTES", 2 * ring.CHUNK_BYTES)
     x, y = floats(client, np.arange(16)), floats(client, np.zeros(16))
-    slots = 2 * wserver._INFO_CHUNK // client.device.server._info_stride
+    slots = 2 * ring.CHUNK_BYTES // client.device.server._ring.stride
     old = client.max_tasks
     client.set_max_tasks(10 * slots)
     try:
@@ -378,11 +378,11 @@ def test_more_launches_with_new_scalars_than_the_info_ring_holds(wgpu_client, mo
 def test_two_streams_whose_batches_share_a_chunk_of_the_info_ring(wgpu_client, monkeypatch):
     # Stream 5's batch stays open while stream 6's wraps around the ring onto its chunk: each
     # batch writes its blocks right before itself on the queue, so both read their own.
-    import cubelab.runtime.wgpu.server as wserver
+    import cubelab.runtime.wgpu.info_ring as ring
 
     client = wgpu_client
-    monkeypatch.setattr(wserver, "_INFO_RING_BYTES", 2 * wserver._INFO_CHUNK)
-    slots = wserver._INFO_CHUNK // client.device.server._info_stride
+    monkeypatch.setattr(ring, "RING_BYTES", 2 * ring.CHUNK_BYTES)
+    slots = ring.CHUNK_BYTES // client.device.server._ring.stride
     xa, ya = floats(client, np.arange(16)), floats(client, np.zeros(16))
     xb, yb = floats(client, np.arange(16)), floats(client, np.zeros(16))
 

@@ -19,9 +19,10 @@ seed's order:
 5. **register** the task on its stream (flushed at `max_tasks`, on a read/sync that depends on
    it, when another stream shares a buffer, or when the device thread goes idle).
 
-A run of identical launches queued back to back (a Python loop of one launch; the runner
-gathers it) comes as one `launch_run`: its repeats skip steps 1-4 where those could not change
-anything anyone sees, and encode only the dispatch and the task (`launch_run` says when).
+Launches queued back to back (a Python loop; the runner gathers them) come as one `launch_run`:
+repeats of a launch, and launches whose bindings were prepared before, skip steps 1-4 where
+those could not change anything anyone sees, and encode only the dispatch and the task
+(`launch_run` says when).
 
 Memory (shared, `memory_pool.py`): every handle is a slice of a page of the device's pool. The
 backend supplies the driver calls — `alloc_page(size)`, `free_page(storage)`, `place(handle,
@@ -42,11 +43,12 @@ default: nothing to send), `write_bytes(handle, data)`,
 `resolve_dynamic_count(handle)` (default: drain and read the 12 bytes on the host; return None
 to dispatch indirectly instead), `take_async_errors()` (errors the driver reported on the side).
 
-Size: ~850 lines, over the project's ~600, on purpose: it is the seed's second hop written once
-for every backend, and its steps share one lock-free device-thread state (cache, ledger, streams,
-pool); split, each half would reach into the other's state. `launch_run` (runs of identical
-launches) is the ordinary launch's fast path over that same state — its claims, tallies and
-failure bookkeeping — and is read next to it for that reason.
+Size: ~1 030 lines, over the project's ~700, on purpose: it is the seed's second hop written
+once for every backend, and its steps share one lock-free device-thread state (cache, ledger,
+streams, pool); split, each half would reach into the other's state. `launch_run` (runs of
+launches: repeats and prepared launches, ~230 lines) is the ordinary launch's fast path over that
+same state — its claims, tallies and failure bookkeeping, whose every condition it must mirror —
+and is read next to it for that reason; every backend (wgpu, CUDA) uses it through two hooks.
 """
 
 from __future__ import annotations

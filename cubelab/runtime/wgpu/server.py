@@ -2,17 +2,19 @@
 stream flush.
 
 Costs that shape this file (measured on lavapipe, see shared notes): `create_bind_group` ≈ 30 µs,
-so bind groups are cached by (pipeline, buffers, info values) — and a loop of identical launches
-finds its group on its `PreparedLaunch` without building that key; one submit per launch costs ≈ 60 µs
-while a dispatch inside an open pass costs ≈ 16 µs, so each stream keeps one open command encoder
-and compute pass, dispatches are encoded into it as they arrive, and a flush of the stream (idle,
-read, sync, `max_tasks`, a shared buffer, a replay) ends the pass and submits the whole thing as
-one command buffer. WebGPU orders dispatches of one pass, so batching never reorders, and the
-shared queue orders the streams' command buffers in the order the scheduler flushes them.
-The two calls every launch makes into an open pass (the dispatch, a guarded launch's bind with
-its offset) go to wgpu-native directly (`_NativePass`: why that is safe, and what it saves), and
-a run of identical launches (`Server.launch_run`) encodes its repeats as those calls alone
-(`dispatch_repeats`).
+so bind groups are cached by (pipeline, buffers) — the info block is not in them: every launch's
+block is a slot of one ring bound with a dynamic offset (`info_ring.py`), so a new scalar value
+makes no group — and a loop finds its group on its `PreparedLaunch` without building that key;
+one submit per launch costs ≈ 60 µs while a dispatch inside an open pass costs ≈ 16 µs, so each
+stream keeps one open command encoder and compute pass, dispatches are encoded into it as they
+arrive, and a flush of the stream (idle, read, sync, `max_tasks`, a shared buffer, a replay, a
+full info ring) ends the pass and submits the whole thing as one command buffer. WebGPU orders
+dispatches of one pass, so batching never reorders, and the shared queue orders the streams'
+command buffers in the order the scheduler flushes them. The calls every launch makes into an
+open pass (the dispatch, the bind with its offsets, the pipeline where it changes) go to
+wgpu-native directly (`_NativePass`: why that is safe, and what it saves), and a run of launches
+(`Server.launch_run`) encodes its repeats and its prepared launches as those calls alone
+(`dispatch_repeats`, `dispatch_prepared`).
 
 `CubeCount.Dynamic` dispatches indirectly (`dispatch_workgroups_indirect`, no read-back): every
 buffer is created with INDIRECT usage besides STORAGE | COPY_SRC | COPY_DST, so any kernel's
@@ -56,14 +58,10 @@ from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
 from cubelab.runtime.server import PipelineEntry, PreparedLaunch, Server, generated_line_note
+from cubelab.runtime.wgpu.info_ring import InfoRing
 
 _CACHE_LIMIT = 4096
 _GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
-# The info blocks' ring (see `_info_offset`): 4 MiB, taken by a batch in chunks of 16 KiB (64
-# blocks of up to 256 bytes). One stream's batch that would need more than the ring is submitted
-# first (`Flushed(why="info-ring")`).
-_INFO_RING_BYTES = 4 << 20
-_INFO_CHUNK = 16 << 10
 
 
 class _NativePass:
@@ -219,9 +217,7 @@ class WgpuServer(Server):
         self._generation = 0
         # stream -> [encoder, open compute pass, pipeline set last, bind group set last (None
         #            after a guarded launch's), the pass's native handle (for `_native`), the
-        #            info bytes given a slot last in this batch and its offset, the batch's
-        #            current chunk of the info ring, the info offset bound with the group set
-        #            last, the batch's number]
+        #            info offset bound with the group set last, the batch's number]
         self._open: dict[int, list[Any]] = {}
         self._barrier = self.device.create_buffer(size=4, usage=self._usage)
         self._empty_view = self.device.create_buffer(size=16, usage=self._usage)
@@ -235,14 +231,9 @@ class WgpuServer(Server):
                                                      usage=self._usage)
         self._guard_next = 0
         # Every launch's info block (scalars, lengths, tensor metadata) lives in one ring,
-        # bound with a dynamic offset: a launch with new scalar values writes its block there
-        # instead of creating a buffer and a bind group (`_info_offset`).
-        self._info_stride = max(256, self.properties.memory_alignment)
-        self._info_ring = self.device.create_buffer(size=_INFO_RING_BYTES, usage=self._usage)
-        self._info_next = 0  # where the next chunk starts
+        # bound with a dynamic offset (`info_ring.py`)
+        self._ring = InfoRing(self.device, self._usage, self.properties.memory_alignment)
         self._batches = 0  # passes begun so far: a batch's number
-        # stream -> the chunks its open batch took: [ring offset, bytes, bytes used, size]
-        self._staged: dict[int, list[list[Any]]] = {}
         self._async_errors: list[str] = []
         self._native = native_pass()
         _install_log_filter(self)
@@ -313,7 +304,7 @@ class WgpuServer(Server):
                 "visibility": wgpu.ShaderStage.COMPUTE,
                 "buffer": {"type": wgpu.BufferBindingType.storage},
             })
-        layout_entries.append({  # the info block: a slot of the ring (`_info_offset`)
+        layout_entries.append({  # the info block: a slot of the ring (`info_ring.py`)
             "binding": len(entry.definition.buffers),
             "visibility": wgpu.ShaderStage.COMPUTE,
             "buffer": {"type": ro, "has_dynamic_offset": True},
@@ -391,7 +382,7 @@ class WgpuServer(Server):
                         else {"buffer": self._empty_view, "offset": 0, "size": 16})
             resources.append({"binding": i, "resource": resource})
         resources.append({"binding": len(buffers),
-                          "resource": {"buffer": self._info_ring, "offset": 0, "size": size}})
+                          "resource": {"buffer": self._ring.buffer, "offset": 0, "size": size}})
         if entry.definition.loop_budget is not None:
             resources.append({"binding": len(buffers) + 1,
                               "resource": {"buffer": self._guard_ring, "offset": 0, "size": 4}})
@@ -419,70 +410,25 @@ class WgpuServer(Server):
 
     def _info_slot(self, stream: int, open_: list[Any], entry: PipelineEntry,
                    bindings: Bindings) -> int | None:
-        """`_info_offset` for `bindings`' block, kept on them for the rest of the batch (a loop
-        that alternates two launches finds each one's slot again)."""
+        """Where `bindings`' info block is in the ring for this batch (`InfoRing.offset`), kept
+        on them for the rest of the batch (a loop that alternates two launches finds each
+        one's slot again). None: the batch has taken the whole ring."""
         packed = bindings.packed
         if packed is None or packed[0] is not entry:
             packed = self._packed(entry, bindings)
-        if packed[2] == open_[9]:
+        if packed[2] == open_[6]:
             return packed[3]  # type: ignore[no-any-return]
-        off = self._info_offset(stream, open_, packed[1])
+        off = self._ring.offset(stream, packed[1])
         if off is not None:
-            packed[2], packed[3] = open_[9], off
+            packed[2], packed[3] = open_[6], off
         return off
-
-    def _info_offset(self, stream: int, open_: list[Any], info: bytes) -> int | None:
-        """Where the dispatch being encoded on `stream` finds its info block: the offset given
-        last in this batch if the bytes are the same (a loop of one launch), else the next slot
-        of the batch's chunk of the ring. The chunks' bytes are written when the batch is
-        submitted (`submit_stream`: `queue.write_buffer`, which the queue orders before that
-        submission's dispatches and after every earlier submission's). None when this batch
-        has taken the whole ring: the caller submits the batch first.
-
-        Why that is safe when the ring wraps: each batch writes its chunks right before itself
-        on the queue, so it always reads the bytes it staged — even where another stream's
-        unsubmitted batch took the same chunk (that batch's writes follow this one on the
-        queue, or precede it and are overwritten by this batch's own). Within one batch no
-        chunk is taken twice (the None above)."""
-        last = open_[5]
-        if last is info or last == info:
-            return open_[6]  # type: ignore[no-any-return]
-        size = len(info)
-        chunk = open_[7]
-        if chunk is None or chunk[2] + size > chunk[3]:
-            chunk = self._new_chunk(stream, open_, size)
-            if chunk is None:
-                return None
-        used = chunk[2]
-        chunk[1][used:used + size] = info
-        stride = self._info_stride
-        chunk[2] = used + (size + stride - 1) // stride * stride
-        off = chunk[0] + used
-        open_[5], open_[6] = info, off
-        return off
-
-    def _new_chunk(self, stream: int, open_: list[Any], size: int) -> list[Any] | None:
-        """The next chunk of the ring for `stream`'s batch (see `_info_offset`), or None when
-        the batch has taken the whole ring."""
-        want = max(_INFO_CHUNK, size)
-        staged = self._staged.setdefault(stream, [])
-        if sum(c[3] for c in staged) + want > _INFO_RING_BYTES:
-            return None
-        off = self._info_next
-        if off + want > _INFO_RING_BYTES:
-            off = 0
-        self._info_next = off + want
-        # [ring offset, its bytes, bytes used, bytes it holds]
-        chunk = open_[7] = [off, bytearray(want), 0, want]
-        staged.append(chunk)
-        return chunk
 
     def _bind(self, open_: list[Any], group: Any, info: int, guard: int | None) -> None:
         """Bind `group` with its dynamic offsets (the info block's; a guarded launch's status
         slot), unless the pass has exactly that bound (a guarded launch always binds)."""
         native = self._native if open_[4] is not None else None
         if guard is None:
-            if open_[3] is group and open_[8] == info:
+            if open_[3] is group and open_[5] == info:
                 return
             if native is not None:
                 offsets = native.offsets
@@ -490,7 +436,7 @@ class WgpuServer(Server):
                 native.set_bind_group(open_[4], 0, group._internal, 1, offsets)
             else:
                 open_[1].set_bind_group(0, group, [info])
-            open_[3], open_[8] = group, info
+            open_[3], open_[5] = group, info
             return
         if native is not None:
             offsets = native.offsets
@@ -518,13 +464,13 @@ class WgpuServer(Server):
         p = encoder.begin_compute_pass()
         self._batches += 1
         open_ = self._open[stream] = [encoder, p, None, None, getattr(p, "_internal", None),
-                                      None, -1, None, -1, self._batches]
+                                      -1, self._batches]
         return open_
 
     def _open_pass(self, stream: int, entry: PipelineEntry,
                    bindings: Bindings) -> tuple[list[Any], int]:
         """The stream's open pass (begun if none is) and the launch's info block's offset in
-        it; a batch that has taken the whole info ring is submitted first (`_info_offset`)."""
+        it; a batch that has taken the whole info ring is submitted first (`info_ring.py`)."""
         open_ = self._open.get(stream) or self._begin_pass(stream)
         off = self._info_slot(stream, open_, entry, bindings)
         if off is None:
@@ -583,7 +529,7 @@ class WgpuServer(Server):
             # staged for it), and the dispatches already encoded in it fail with this error
             # (their buffers say so).
             del self._open[stream]
-            self._staged.pop(stream, None)
+            self._ring.drop(stream)
             lost = self.scheduler.drop(stream)
             self._submit_failed(lost, exc)
             raise
@@ -624,11 +570,11 @@ class WgpuServer(Server):
             self._bind(open_, group, info, slot * self._guard_stride)
             self._guard_next = slot + 1
             self.guard_slot = slot
-        elif open_[3] is not group or open_[8] != info:  # `_bind`, inline: every launch
+        elif open_[3] is not group or open_[5] != info:  # `_bind`, inline: every launch
             offsets = native.offsets
             offsets[0] = info
             native.set_bind_group(p, 0, group._internal, 1, offsets)
-            open_[3], open_[8] = group, info
+            open_[3], open_[5] = group, info
         native.dispatch(p, count.x, count.y, count.z)
         return True
 
@@ -705,9 +651,9 @@ class WgpuServer(Server):
             if guarded:
                 offsets[1] = (slot + done) * stride
                 bind(p, 0, internal, 2, offsets)
-            elif open_[3] is not group or open_[8] != info:
+            elif open_[3] is not group or open_[5] != info:
                 bind(p, 0, internal, 1, offsets)
-                open_[3], open_[8] = group, info
+                open_[3], open_[5] = group, info
             dispatch(p, x, y, z)
             done += 1
         if guarded and done:
@@ -725,10 +671,7 @@ class WgpuServer(Server):
             return
         encoder, p = open_[0], open_[1]
         p.end()
-        staged = self._staged.pop(stream, None)
-        if staged:  # this batch's info blocks, right before it on the queue (`_info_offset`)
-            for off, data, used, _ in staged:
-                self.queue.write_buffer(self._info_ring, off, data, 0, used)
+        self._ring.write(self.queue, stream)  # its info blocks, right before it on the queue
         self.queue.submit([encoder.finish()])
         errs = self.take_async_errors()
         if errs:
