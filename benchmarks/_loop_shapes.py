@@ -14,9 +14,9 @@ three other shapes of the course's loops.
   allocation launches).
 
 Every shape but the first builds its arguments in the call. `measure` times them in interleaved
-rounds (each round runs every shape once, so a busy machine slows all of them alike) and keeps
-the best round of each: wall time and the process's CPU time (every thread: cubelab's two and
-the driver's), per launch.
+rounds (each round runs every shape once, starting with another one each round, so a busy
+machine slows all of them alike) and keeps the best round of each: wall time and the process's
+CPU time (every thread: cubelab's two and the driver's), per launch.
 """
 
 from __future__ import annotations
@@ -104,8 +104,10 @@ def measure(client: Any, cases: list[Shape], n: int, rounds: int) -> dict[str, t
         go(4)
     client.sync()
     best = {key: (float("inf"), float("inf")) for key, _, _ in cases}
-    for _ in range(rounds):
-        for key, _, go in cases:
+    for r in range(rounds):
+        # each round starts with another shape: none always runs right after the sync that
+        # ends a round, or first
+        for key, _, go in cases[r % len(cases):] + cases[:r % len(cases)]:
             t0, c0 = time.perf_counter(), time.process_time()
             go(n)
             client.sync()

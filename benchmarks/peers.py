@@ -1,7 +1,8 @@
 """Peers in the same run: cubelab against raw wgpu-py, Triton, CuPy and NVIDIA Warp on one GPU.
 
 Two measurements, each taken for every peer present in this Python, in one process, on the same
-GPU, interleaved in rounds (best of `--rounds`) so every peer sees the same moments of the machine:
+GPU, interleaved in rounds (best of `--rounds`; each round starts with another peer) so every
+peer sees the same moments of the machine:
 
 - **launch throughput** — `--launches` cache-hit launches of a tiny elementwise kernel
   (`y = 2x + 1` on 1 024 floats, one unit per float) with one sync at the end. This is what a
@@ -442,8 +443,10 @@ def main() -> None:
     best_tiny = {p.name: float("inf") for p in peers}
     best_sax = {p.name: float("inf") for p in peers}
     cpu: dict[str, tuple[float, float]] = {}  # cubelab rows: per launch, calling and device thread, best round
-    for _ in range(args.rounds):
-        for p in peers:
+    for r in range(args.rounds):
+        # each round starts with another peer: none always runs first, right after the
+        # previous round's bandwidth launches
+        for p in peers[r % len(peers):] + peers[:r % len(peers)] if peers else []:
             t = timed(p.tiny(launches))
             if t < best_tiny[p.name]:
                 best_tiny[p.name] = t
