@@ -153,6 +153,11 @@ SEED_OUTPUTS: dict[str, list[SeedOutput]] = {
             rf"\| {_TIME}\| Saxpy \| f32_{_HASH}")),
     ],
     "05_bounds": [
+        SeedOutput("launch's MSL body, the same as launch_unchecked's, with no clamp", (
+            r"device float const\* const v\d+ = &v\d+\[v\d+\];", r"float const v\d+ = \*v\d+;",
+            r"device float const\* const v\d+ = &v\d+\[v\d+\];", r"float const v\d+ = \*v\d+;",
+            r"float const v\d+ = v\d+ \+ v\d+;", r"device float \* const v\d+ = &v\d+\[v\d+\];",
+            r"\*v\d+ = v\d+;"), block=True),
         SeedOutput("the out-of-bounds rows, default settings", (
             re.escape("oob checked=true out = [11.0, 22.0, 33.0, 44.0, 55.0, 66.0, 0.0, 0.0]"),
             re.escape("oob checked=false out = [11.0, 22.0, 33.0, 44.0, 55.0, 66.0, 0.0, 0.0]")),

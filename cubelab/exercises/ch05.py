@@ -1,33 +1,30 @@
-"""Chapter 5 — bounds (seed 000, "launch and launch_unchecked"): what `launch` does with an index
-past the end, under the seed's 0.11.3 rule (the default) and under the fixed rule, and the guard
-a kernel must therefore carry itself.
+"""Chapter 5 · Bounds (CubeCL's chapter on `#[cube]` kernels: `launch` and `launch_unchecked`):
+what `launch` does with an index past the end, under CubeCL 0.11.3's rule (the default) and under
+the fixed rule, and the guard a kernel must therefore carry itself.
 
-Every answer is decided by launching: the counts come from the buffers the launches leave, the
-kernels are run against numpy and, on the CPU runtime, with every index checked (`KernelExercise`
-re-runs them in "report" mode, since on wgpu an out-of-bounds read quietly gives 0).
+Every answer is decided by launching: the rows come from the buffers the launches leave; the
+kernels are run against numpy on two launches (the chapter's and the student's) and re-run on the
+CPU runtime with every access recorded, since on wgpu an out-of-bounds read quietly gives 0.
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 import numpy as np
 
-from cubelab.exercises import register
-from cubelab.exercises.kinds import CountExercise, KernelExercise, KernelIdDiffExercise
-from cubelab.exercises.seed000 import add  # seed 000's `add`: no bounds guard of its own
+from cubelab.exercises import Misconception, variants
+from cubelab.exercises.kinds import KernelExercise, ValueExercise
+from cubelab.exercises.seed000 import add  # CubeCL's `add`: no bounds guard of its own
 from cubelab.prelude import *  # noqa: F403
-
-X6 = np.array([1, 2, 3, 4, 5, 6], dtype=np.float32)
-Y6 = np.array([10, 20, 30, 40, 50, 60], dtype=np.float32)
 
 
 @contextmanager
 def checked_io(client: Any, rule: str | None) -> Iterator[None]:
     """Run the block under a CheckedIo rule (None: the client's current one), then put the
     client's rule back as it was (changing it clears the pipeline cache)."""
-    before = client.compilation_options().checked_io
+    before = client.device.server.options.checked_io
     if rule is None or rule == before:
         yield
         return
@@ -38,114 +35,188 @@ def checked_io(client: Any, rule: str | None) -> Iterator[None]:
         client.set_compilation_options(checked_io=before)
 
 
-def run_oob(client: Any, checked: bool, rule: str | None = None) -> np.ndarray:
-    """Seed 000's out-of-bounds program: x, y of 6 items, out of 8, 8 units — units 6 and 7 read
-    x[6], x[7] (and y's). `checked` picks `launch` or `launch_unchecked`."""
+class Oob(NamedTuple):
+    """The out-of-bounds program: x and y of `n` items, out of `m`, `units` units in cubes of
+    at most 8 — units from n on read past the end of x and y."""
+
+    n: int
+    m: int
+    units: int
+
+    def __str__(self) -> str:
+        return f"x, y of {self.n} items, out of {self.m}, {self.units} units"
+
+
+def run_oob(client: Any, checked: bool, p: Oob = Oob(6, 8, 8), rule: str | None = None) -> list[float]:
+    """`add` on the out-of-bounds program `p`; `checked` picks `launch` or `launch_unchecked`;
+    `rule` a CheckedIo rule for this run (None: the client's)."""
+    xs = np.arange(1, p.n + 1, dtype=np.float32)
     with checked_io(client, rule):
-        xh = client.create_from_slice(f32.as_bytes(X6))  # noqa: F405
-        yh = client.create_from_slice(f32.as_bytes(Y6))  # noqa: F405
-        out = client.create_from_slice(f32.as_bytes(np.full(8, -1, np.float32)))  # noqa: F405
+        x = client.create_from_slice(f32.as_bytes(xs))  # noqa: F405
+        y = client.create_from_slice(f32.as_bytes(xs * 10))  # noqa: F405
+        out = client.create_from_slice(f32.as_bytes(np.full(p.m, -1, np.float32)))  # noqa
         launcher = add.launch if checked else add.launch_unchecked
-        launcher[f32](client, CubeCount.Static(1), CubeDim.new_1d(8),  # noqa: F405
-                      BufferArg.from_raw_parts(xh, 6), BufferArg.from_raw_parts(yh, 6),  # noqa
-                      BufferArg.from_raw_parts(out, 8), False)  # noqa: F405
-        return f32.from_bytes(client.read_one(out))  # noqa: F405
+        per = min(p.units, 8)
+        launcher[f32](client, CubeCount.Static(p.units // per), CubeDim.new_1d(per),  # noqa
+                      BufferArg.from_raw_parts(x, p.n), BufferArg.from_raw_parts(y, p.n),  # noqa
+                      BufferArg.from_raw_parts(out, p.m), False)  # noqa: F405
+        return f32.from_bytes(client.read_one(out)).tolist()  # noqa: F405
 
 
-register(KernelIdDiffExercise(
-    "ch05.two_launchers",
-    "Two launchers, two KernelIds",
-    "`add.launch[f32]` and `add.launch_unchecked[f32]` are called with the same arguments (the "
-    "seed's out-of-bounds program). Which fields of the KernelId differ between the two "
-    "launches? (Answer with field names, e.g. `\"cube_dim\"`, or `\"none\"`.)",
-    "`#[cube(launch, launch_unchecked)]` generates two functions that differ only in what they "
-    "put into KernelSettings. Everything else — the kernel type, the cube dim, the Info "
-    "(element type, Comptime `relu`) — is the same.",
-    ("none", "mode, relu", "cube_dim"),
-    code="run_oob(client, checked=True)    # add.launch[f32]\n"
-    "run_oob(client, checked=False)   # add.launch_unchecked[f32]",
-    first=lambda c: run_oob(c, checked=True),
-    second=lambda c: run_oob(c, checked=False),
-    explanation="Only `mode` (Checked vs Unchecked): a second compile — even though, under "
-    "0.11.3's rule, the two compile to the same code apart from the entry name.",
-))
+def _zeros(values: list[float]) -> list[int]:
+    return [i for i, v in enumerate(values) if v == 0.0]
 
 
-def _zeros(report: Any) -> int:
-    return int(np.count_nonzero(report.outputs[-1] == 0.0))
+def _past(p: Oob) -> list[int]:
+    """The items written by units that read past the end."""
+    return list(range(p.n, min(p.m, p.units)))
 
 
-register(CountExercise(
-    "ch05.default_rows",
-    "Seed 000's out-of-bounds rows, default settings",
-    "With cubelab's default settings, `add.launch` (Checked) runs seed 000's program: `x` and "
-    "`y` hold 6 items, `out` 8, and 8 units each add `x[ABSOLUTE_POS] + y[ABSOLUTE_POS]` — so "
-    "units 6 and 7 read past the end of `x` and `y`. How many of the 8 items of `out` end up "
-    "`0.0`?",
-    "Under the default (the seed's 0.11.3 rule) the CheckedIo pass matches index ops whose base "
-    "*is* a runtime array, but a global buffer is a *pointer to* one: the pass never fires, "
-    "nothing is clamped, and a read past the end gives what the runtime gives for it. On "
-    "WebGPU (and the CPU runtime, which copies it) that is 0.",
-    (0, 8),
-    code="run_oob(client, checked=True)   # add.launch[f32], 8 units, x and y of 6 items",
-    launches=[lambda c: run_oob(c, checked=True)],
-    count=_zeros, what="zeros",
-    explanation="Units 6 and 7 read x[6], x[7] and y[6], y[7] past the end and get 0, exactly "
-    "the seed's row `oob checked=true out = [11.0, 22.0, 33.0, 44.0, 55.0, 66.0, 0.0, 0.0]`.",
-))
+# -- 5.1 which items end 0.0, default rule ---------------------------------------------------------
 
-register(CountExercise(
-    "ch05.fixed_rule_unchecked",
-    "The fixed rule, and launch_unchecked",
-    "Now switch to the clamping rule CubeCL intends (`checked_io=\"fixed\"`: every checked index "
-    "becomes `min(index, len - 1)`) and run the same program, but with `launch_unchecked`. How "
-    "many of the 8 items of `out` end up `0.0`?",
-    "The rule only rewrites index ops marked *checked*, and only `launch` (ExecutionMode."
-    "Checked) marks them. `launch_unchecked` is ExecutionMode.Unchecked: no rule clamps "
-    "anything there, whichever you choose.",
-    (0,),
-    code='with checked_io(client, "fixed"):\n    run_oob(client, checked=False)',
-    launches=[lambda c: run_oob(c, checked=False, rule="fixed")],
-    count=_zeros, what="zeros",
-    explanation="launch_unchecked is never clamped: out[6] and out[7] are 0 under both rules. "
-    "With `launch` and the fixed rule they would be 66.0 (x[5] + y[5]).",
-))
+OOB_YOURS = [Oob(5, 7, 8), Oob(3, 4, 8), Oob(10, 14, 16), Oob(6, 7, 8)]
 
 
-def _clamps(client: Any) -> int:
-    """How many index ops the fixed rule rewrote in `add` (read from the compile event)."""
-    from cubelab.runtime import events as ev
+@variants("ch05.default_zeros", [dict(p=p) for p in OOB_YOURS])
+def _default_zeros(v: Any) -> ValueExercise:
+    p = v.p
+    return ValueExercise(
+        "ch05.default_zeros", "Past the end, default settings",
+        f"With cubelab's default settings, `add.launch` (Checked) runs your out-of-bounds "
+        f"program: {p} — each unit adds `x[ABSOLUTE_POS] + y[ABSOLUTE_POS]` into "
+        f"`out[ABSOLUTE_POS]`, and `x` holds 1, 2, 3, ..., `y` ten times that. Which items of "
+        "`out` end up `0.0`? Answer with a list of indices (`[]` for none).",
+        "In Checked mode the CheckedIo pass is meant to clamp every checked index to `len - 1`. "
+        "Under CubeCL 0.11.3's rule (the default) it only matches an index whose base *is* a "
+        "runtime array, and a global buffer is a *pointer to* one: nothing is clamped. A read "
+        "past the end then gives what the platform gives: 0 on WebGPU (and on the CPU runtime, "
+        "which copies it).",
+        nudge="Which units have an item of x and y, which only an item of out, and which "
+        "neither? What does a read past the end give here?",
+        worked="A worked step on another program: x, y of 2 items, out of 4, 4 units. Units 2 "
+        "and 3 read x[2], x[3] past the end: 0 each, so out[2] and out[3] are 0.0 + 0.0.",
+        misconceptions=[
+            Misconception("launch clamps the index", [],
+                          "That has `launch` clamp x[i] to x[len - 1], so no item is 0. Under "
+                          "CubeCL 0.11.3's rule the pass never fires on a global buffer."),
+            Misconception("every unit writes, even past out's end", lambda v: list(
+                range(v.p.n, v.p.units)),
+                "Some of those items are not in `out`: a write past its end is dropped."),
+        ],
+        code=f"run_oob(client, checked=True, p=Oob(n={p.n}, m={p.m}, units={p.units}))",
+        value=lambda c: _zeros(run_oob(c, True, p)),
+        explanation="Nothing clamps: the units past the end of x and y read 0.",
+    )
 
-    client.clear_cache()
-    with client.events.record(ev.CompileFinished) as rec:
-        run_oob(client, checked=True, rule="fixed")
-    (compiled,) = [c for c in rec.of(ev.CompileFinished) if c.kernel == "Add"]
-    (_, before, after) = next(p for p in compiled.passes if p[0] == "checked-io")
-    return after.count("arith.min") - before.count("arith.min")
+
+# -- 5.2 the fixed rule, both launchers ------------------------------------------------------------
+
+FIXED_YOURS = [Oob(4, 8, 8), Oob(6, 8, 8), Oob(9, 12, 16)]
 
 
-register(CountExercise(
-    "ch05.clamps",
-    "How many clamps does the fixed rule insert?",
-    "Under `checked_io=\"fixed\"`, the CheckedIo pass turns every checked index op of `add` "
-    "(relu=False) into `min(index, len - 1)`. How many `arith.min` ops does the pass add to "
-    "the IR? (The compile event carries the IR before and after each pass.)",
-    "Count the indexing expressions in the branch that reaches the IR: `relu` is Comptime, so "
-    "only one of the two `out[...] =` lines is expanded. Reads and writes are both indexed.",
-    (2, 4),
-    code='with checked_io(client, "fixed"):\n    run_oob(client, checked=True)',
-    launches=[_clamps], count=lambda r: r.outputs[-1], what="min ops",
-    explanation="x[ABSOLUTE_POS], y[ABSOLUTE_POS] and out[ABSOLUTE_POS]: three index ops, "
-    "three clamps. The relu=True branch never reached the IR.",
-))
+def _fixed_zeros(client: Any, p: Oob) -> tuple[list[int], list[int]]:
+    return (_zeros(run_oob(client, True, p, "fixed")), _zeros(run_oob(client, False, p, "fixed")))
 
 
-# -- fix a kernel ---------------------------------------------------------------------------------
-# The templates, as the notebook's answer cells give them (each is the exercise's wrong answer).
+@variants("ch05.fixed_rows", [dict(p=p) for p in FIXED_YOURS])
+def _fixed_rows(v: Any) -> ValueExercise:
+    p = v.p
+    return ValueExercise(
+        "ch05.fixed_rows", "The fixed rule, both launchers",
+        f"Now under the clamping rule CubeCL intends (`checked_io=\"fixed\"`: every checked "
+        f"index becomes `min(index, len - 1)`), your program ({p}) runs once with `launch` and "
+        "once with `launch_unchecked`. Which items of `out` end up `0.0` in each? Answer with a "
+        "pair of lists: `(with launch, with launch_unchecked)`.",
+        "The rule rewrites index ops marked *checked*, and only `launch` (ExecutionMode."
+        "Checked) marks them: with `launch` every index past the end is pulled back to the last "
+        "item; `launch_unchecked` is never clamped, whichever rule you choose, and reads 0 past "
+        "the end as before.",
+        nudge="Two questions per launcher: are its indices checked, and what does a clamped read "
+        "of x past the end give?",
+        worked="A worked step on another program: x, y of 2 items, 4 units, fixed rule. With "
+        "`launch` units 2 and 3 read x[1] and y[1] (clamped): out[2] = out[3] = 2 + 20, no zero. "
+        "With `launch_unchecked` they read 0: out[2], out[3] are 0.0.",
+        misconceptions=[
+            Misconception("nothing ever clamps", lambda v: (_past(v.p), _past(v.p)),
+                          "That is the default rule's result for both. The fixed rule does "
+                          "clamp — the indices `launch` marks checked."),
+            Misconception("the fixed rule clamps both launchers", ([], []),
+                          "`launch_unchecked` marks no index checked: no rule clamps it."),
+        ],
+        code=f'with checked_io(client, "fixed"):\n'
+        f"    run_oob(client, checked=True, p=Oob(n={p.n}, m={p.m}, units={p.units}))\n"
+        f"    run_oob(client, checked=False, p=Oob(n={p.n}, m={p.m}, units={p.units}))",
+        value=lambda c: _fixed_zeros(c, p),
+        explanation="`launch` clamps (the last item again, never 0); `launch_unchecked` does "
+        "not.",
+    )
+
+
+# -- kernels: add the guard, fix the read ------------------------------------------------------------
+
+class Launch(NamedTuple):
+    n: int
+    cubes: int
+    units: int
+
+    def __str__(self) -> str:
+        return f"{self.n} items, {self.cubes} cube{'s' * (self.cubes > 1)} of {self.units} units"
+
+
+GUARD_CHAPTER = Launch(6, 1, 8)
+GUARD_YOURS = [Launch(10, 2, 8), Launch(13, 4, 4), Launch(5, 1, 16)]
+
 
 @cube(launch=True)  # noqa: F405
 def add6(x: Slice[f32], y: Slice[f32], out: SliceMut[f32]):  # noqa: F405
     out[ABSOLUTE_POS] = x[ABSOLUTE_POS] + y[ABSOLUTE_POS]  # noqa: F405
+
+
+@cube(launch=True)  # noqa: F405
+def add6_clamped(x: Slice[f32], y: Slice[f32], out: SliceMut[f32]):  # noqa: F405
+    """Clamps the index itself: right values, no access past the end — and three units writing
+    the last item."""
+    i = min(ABSOLUTE_POS, x.len() - 1)  # noqa: F405
+    out[i] = x[i] + y[i]
+
+
+@cube(launch=True)  # noqa: F405
+def add6_six(x: Slice[f32], y: Slice[f32], out: SliceMut[f32]):  # noqa: F405
+    """The guard with the chapter's length written in."""
+    if ABSOLUTE_POS < 6:  # noqa: F405
+        out[ABSOLUTE_POS] = x[ABSOLUTE_POS] + y[ABSOLUTE_POS]  # noqa: F405
+
+
+def _add_inputs(g: Launch) -> dict[str, np.ndarray]:
+    x = np.arange(1, g.n + 1, dtype=np.float32)
+    return {"x": x, "y": x * 10, "out": np.full(g.n, -1, np.float32)}
+
+
+def _add_launch(kernel: Any, client: Any, h: dict[str, Any], g: Launch) -> None:
+    kernel.launch(client, CubeCount.Static(g.cubes), CubeDim.new_1d(g.units),  # noqa: F405
+                  BufferArg.from_raw_parts(h["x"], g.n), BufferArg.from_raw_parts(h["y"], g.n),  # noqa
+                  BufferArg.from_raw_parts(h["out"], g.n))  # noqa: F405
+
+
+@variants("ch05.add_the_guard", [dict(yours=g) for g in GUARD_YOURS])
+def _add_the_guard(v: Any) -> KernelExercise:
+    return KernelExercise(
+        "ch05.add_the_guard", "Add the guard",
+        "`add6` runs on 6 items with a cube of 8 units (and on yours: "
+        f"{v.yours}). Some units have no item. Make the kernel correct *and* keep every unit "
+        "inside the buffers: under the default rule, `launch` clamps nothing.",
+        "On wgpu the stray reads give 0 and the stray writes are dropped, so the values can look "
+        "right while units still touch memory past the end. For CubeCL 0.11.3 the advice is: "
+        "the kernel carries its own guard, `if ABSOLUTE_POS < out.len():` — a unit with no item "
+        "does nothing at all (a clamped index would give several units one item to write).",
+        (add6, add6_clamped, add6_six),
+        nudge="What should a unit whose ABSOLUTE_POS is past the last item do — read, write, or "
+        "nothing?",
+        worked="A worked step on another kernel: `negate` on 5 items with 8 units wraps its body "
+        "in `if ABSOLUTE_POS < x.len():`, so units 5, 6, 7 skip it — no read, no write.",
+        cases=(GUARD_CHAPTER, v.yours),
+        inputs=_add_inputs, spec=lambda b, g: {"out": b["x"] + b["y"]}, launch=_add_launch,
+    )
 
 
 @cube(launch=True)  # noqa: F405
@@ -155,51 +226,42 @@ def reverse(x: Slice[f32], out: SliceMut[f32]):  # noqa: F405
         out[i] = x[x.len() - i]
 
 
-def _add_inputs() -> dict[str, np.ndarray]:
-    return {"x": X6.copy(), "y": Y6.copy(), "out": np.full(6, -1, np.float32)}
+@cube(launch=True)  # noqa: F405
+def reverse_five(x: Slice[f32], out: SliceMut[f32]):  # noqa: F405
+    """Right for six items only."""
+    i = ABSOLUTE_POS  # noqa: F405
+    if i < out.len():
+        out[i] = x[5 - i]
 
 
-def _add_launch(kernel: Any, client: Any, h: dict[str, Any]) -> None:
-    kernel.launch(client, CubeCount.Static(1), CubeDim.new_1d(8),  # noqa: F405
-                  BufferArg.from_raw_parts(h["x"], 6), BufferArg.from_raw_parts(h["y"], 6),  # noqa
-                  BufferArg.from_raw_parts(h["out"], 6))  # noqa: F405
+REVERSE_YOURS = [Launch(9, 2, 8), Launch(4, 1, 8), Launch(15, 4, 4)]
 
 
-register(KernelExercise(
-    "ch05.add_the_guard",
-    "Add the guard",
-    "`add6` runs on 6 items with a cube of 8 units (the geometry is fixed: 8 is what the "
-    "hardware likes). Units 6 and 7 have no item. Make the kernel correct *and* keep every unit "
-    "inside the buffers: under the default rule, `launch` clamps nothing.",
-    "On wgpu the stray reads give 0 and the stray writes are dropped, so the values can look "
-    "right while units 6 and 7 still touch memory past the end. The seed's advice for 0.11.3: "
-    "the kernel carries its own guard, `if ABSOLUTE_POS < out.len():`.",
-    wrong=(add6,),
-    inputs=_add_inputs,
-    spec=lambda b: {"out": b["x"] + b["y"]},
-    launch=_add_launch,
-))
+def _reverse_inputs(g: Launch) -> dict[str, np.ndarray]:
+    return {"x": np.arange(1, g.n + 1, dtype=np.float32), "out": np.full(g.n, -1, np.float32)}
 
 
-def _reverse_inputs() -> dict[str, np.ndarray]:
-    return {"x": np.arange(1, 7, dtype=np.float32), "out": np.full(6, -1, np.float32)}
+def _reverse_launch(kernel: Any, client: Any, h: dict[str, Any], g: Launch) -> None:
+    kernel.launch(client, CubeCount.Static(g.cubes), CubeDim.new_1d(g.units),  # noqa: F405
+                  BufferArg.from_raw_parts(h["x"], g.n),  # noqa: F405
+                  BufferArg.from_raw_parts(h["out"], g.n))  # noqa: F405
 
 
-def _reverse_launch(kernel: Any, client: Any, h: dict[str, Any]) -> None:
-    kernel.launch(client, CubeCount.Static(1), CubeDim.new_1d(8),  # noqa: F405
-                  BufferArg.from_raw_parts(h["x"], 6), BufferArg.from_raw_parts(h["out"], 6))  # noqa
-
-
-register(KernelExercise(
-    "ch05.fix_the_oob",
-    "Fix the out-of-bounds read",
-    "`reverse` should write `x` back to front: `out[i] = x[n - 1 - i]`. It has a guard, but the "
-    "CPU runtime's report (run the cell above the exercise) shows a unit reading past the end "
-    "of `x`. Fix the index.",
-    "Look at unit 0: with n = 6 it must read the last item, x[5]. Indices are u32, and the "
-    "last valid one is `x.len() - 1`.",
-    wrong=(reverse,),
-    inputs=_reverse_inputs,
-    spec=lambda b: {"out": b["x"][::-1].copy()},
-    launch=_reverse_launch,
-))
+@variants("ch05.fix_the_oob", [dict(yours=g) for g in REVERSE_YOURS])
+def _fix_the_oob(v: Any) -> KernelExercise:
+    return KernelExercise(
+        "ch05.fix_the_oob", "Fix the out-of-bounds read",
+        "`reverse` should write `x` back to front: `out[i] = x[n - 1 - i]`. It has a guard, but "
+        "the CPU runtime's report shows a unit reading past the end of `x`. Fix the index; it "
+        f"is checked on 6 items with a cube of 8 units, and on yours ({v.yours}).",
+        "Look at unit 0: it must read the last item, and the last valid index is "
+        "`x.len() - 1`, not `x.len()`. Indices are u32: keep the subtraction from going below "
+        "0 (the guard already does, for units with an item).",
+        (reverse, reverse_five),
+        nudge="Which item must unit 0 read, and which index does the kernel compute for it?",
+        worked="A worked step on another kernel: `last_first` writes `out[i] = x[x.len() - 1]` — "
+        "for 3 items that is x[2], the last one; x[x.len()] would be x[3], one past it.",
+        cases=(Launch(6, 1, 8), v.yours),
+        inputs=_reverse_inputs, spec=lambda b, g: {"out": b["x"][::-1].copy()},
+        launch=_reverse_launch,
+    )

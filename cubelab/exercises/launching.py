@@ -53,6 +53,13 @@ def add_one_of_two(x: Slice[f32], out: SliceMut[f32], spare: SliceMut[f32]):  # 
 
 
 @cube(launch=True)  # noqa: F405
+def add_to_spare(x: Slice[f32], out: SliceMut[f32], spare: SliceMut[f32]):  # noqa: F405
+    """Declares two outputs, but its IR only ever stores to `spare`."""
+    if ABSOLUTE_POS < spare.len():  # noqa: F405
+        spare[ABSOLUTE_POS] = x[ABSOLUTE_POS] + f32(1.0)  # noqa: F405
+
+
+@cube(launch=True)  # noqa: F405
 def write_count(count: SliceMut[u32], cubes: u32):  # noqa: F405
     """Writes a dynamic cube count (cubes, 1, 1) for a later launch."""
     if ABSOLUTE_POS == u32(0):  # noqa: F405

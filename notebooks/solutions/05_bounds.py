@@ -1,16 +1,15 @@
 # Solutions to notebooks/05_bounds.ipynb — one section per exercise, the full answer cell.
+# Exercises with variants compute the answer from the student's own numbers (`.variant`).
 
-# %% exercise: ch05.two_launchers
-answer = "mode"
+# %% exercise: ch05.default_zeros
+p = cubelab.exercises.get("ch05.default_zeros").variant.p
+# nothing clamps under CubeCL 0.11.3's rule: units n.. read 0 from x and y; out ends at m
+answer = list(range(p.n, min(p.m, p.units)))
 
-# %% exercise: ch05.default_rows
-answer = 2
-
-# %% exercise: ch05.fixed_rule_unchecked
-answer = 2
-
-# %% exercise: ch05.clamps
-answer = 3
+# %% exercise: ch05.fixed_rows
+p = cubelab.exercises.get("ch05.fixed_rows").variant.p
+# launch: clamped to the last item, never 0; launch_unchecked: never clamped, reads 0
+answer = ([], list(range(p.n, min(p.m, p.units))))
 
 # %% exercise: ch05.add_the_guard
 @cube(launch=True)
