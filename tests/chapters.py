@@ -152,6 +152,10 @@ SEED_OUTPUTS: dict[str, list[SeedOutput]] = {
             "return;", "```", r"\[END_KERNEL_COMPILATION\]",
             rf"\| {_TIME}\| Saxpy \| f32_{_HASH}")),
     ],
+    "08_streams_dynamic_capture_autotune": [
+        SeedOutput("the stream alignment log line (`Binding on {} is shared on {}`)", (
+            r"log cubelab\.streams: Binding on \d+ is shared on \d+",)),
+    ],
     "05_bounds": [
         SeedOutput("launch's MSL body, the same as launch_unchecked's, with no clamp", (
             r"device float const\* const v\d+ = &v\d+\[v\d+\];", r"float const v\d+ = \*v\d+;",

@@ -137,6 +137,19 @@ def test_a_wrong_result_holds_nothing_that_reveals_the_answer(units, cpu_client)
     assert e.check(40, cpu_client).correct
 
 
+def test_answering_one_number_everywhere_passes_no_more_than_two_numeric_exercises(cpu_client):
+    """Over every variant of every numeric exercise, no number is the answer of more than two
+    exercises: "answer k everywhere" passes at most two, whoever the student is."""
+    answers: dict[int, set[str]] = {}
+    for key in V.NUMERIC:
+        for e in ex.all_variants(key):
+            answers.setdefault(int(e._truth(cpu_client)), set()).add(key)
+        truths = [int(e._truth(cpu_client)) for e in ex.all_variants(key)]
+        assert len(set(truths)) == len(truths), f"{key}: two variants answer the same {truths}"
+    crowded = {k: sorted(v) for k, v in answers.items() if len(v) > 2}
+    assert not crowded, crowded
+
+
 def test_hints_come_in_tiers_one_more_per_wrong_attempt(units, cpu_client):
     e = ex.all_variants("test.units")[0]  # answer 24
     e.reset_attempts()

@@ -38,10 +38,7 @@ def test_every_chapter_exercise_has_a_solution_wrong_answers_and_three_hint_tier
     assert not [k for k in KEYS if k not in SOLUTIONS], "exercises without a solution section"
     assert not [k for k in KEYS if not ex.get(k).wrong_answers()], "exercises without a wrong answer"
     assert not [k for k in SOLUTIONS if k not in KEYS], "solutions of unknown exercises"
-    # chapter 8 and the puzzles are rewritten with their tiers in the commits that follow this
-    # one (issue 23, landed in pieces); the list only shrinks
-    later = ("ch08.", "puzzles.")
-    thin = [k for k in KEYS if len(ex.get(k).hints()) < 3 and not k.startswith(later)]
+    thin = [k for k in KEYS if len(ex.get(k).hints()) < 3]
     assert not thin, f"exercises without a nudge, a concept and a worked step: {thin}"
 
 

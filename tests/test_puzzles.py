@@ -23,12 +23,60 @@ def test_the_puzzle_set_covers_the_fourteen_ideas():
     assert set(solutions("09_puzzles")) == set(KEYS)
 
 
-def test_each_puzzles_wrong_answer_is_its_blank_template():
+def test_each_puzzles_wrong_answers_are_its_blank_template_and_its_first_attempt():
     for key in KEYS:
         p = ex.get(key)
-        (template,) = p.wrong
+        template, *first = p.wrong
         assert p.template.rstrip().endswith("answer = ...")
         assert f"def {template.__name__}(" in p.template and "FILL ME IN" in p.template
+        assert first == ([] if key in ("puzzles.map", "puzzles.zip") else [p.first_try])
+
+
+def test_each_puzzle_has_three_hint_tiers_and_the_last_is_not_its_solution():
+    for key in KEYS:
+        p = ex.get(key)
+        nudge, concept, worked = p.hints()
+        body = [ln.strip() for ln in solutions("09_puzzles")[key].splitlines()
+                if ln.strip() and not ln.strip().startswith(("@cube", "def ", "answer", "#"))]
+        # the worked step is about another example: no line of the solution's body is in it
+        assert not [ln for ln in body if len(ln) > 12 and ln in worked], (key, worked)
+
+
+def test_each_puzzles_figure_is_its_first_attempts_access_map_as_committed(tmp_path):
+    """notebooks/figures/puzzles/<name>.svg is what `write_figures` draws today, and the caption
+    says what that map shows. After a change to the renderer, regenerate them with
+    `python -c "from cubelab.exercises.puzzles import write_figures; write_figures('notebooks/figures/puzzles')"`."""
+    from pathlib import Path
+
+    from cubelab.exercises.puzzles import write_figures
+
+    committed = Path(__file__).resolve().parents[1] / "notebooks" / "figures" / "puzzles"
+    for path in write_figures(tmp_path):
+        assert path.read_text() == (committed / path.name).read_text(), \
+            f"{path.name} is stale: regenerate the puzzles' figures"
+    for key in KEYS:
+        p = ex.get(key)
+        assert p.shows == p.figure_caption()
+        assert f"](figures/puzzles/{key.split('.')[1]}.svg)" in p.question
+
+
+WRONG_INDEX = """
+@cube(launch=True)
+def add_ten_blocks(a: Slice[f32], out: SliceMut[f32]):
+    i = ABSOLUTE_POS
+    if i < a.len():
+        out[i] = a[UNIT_POS] + f32(10.0)
+
+answer = add_ten_blocks
+"""
+
+
+def test_a_wrong_kernel_is_told_which_unit_wrote_the_item_that_came_out_wrong(cpu_client):
+    r = ex.get("puzzles.blocks").check(solved_answer("blocks", WRONG_INDEX, cpu_client),
+                                       cpu_client)
+    assert r.status == "wrong" and "differ from the spec" in r.message
+    assert "out[4] = 10.0, the spec says 14.0 — written by unit 4" in r.details, r.details
+    assert "which read a[0]" in r.details
 
 
 UNGUARDED = """

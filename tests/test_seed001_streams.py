@@ -77,7 +77,7 @@ def test_a_buffer_shared_across_two_threads_streams_flushes_the_other_stream_fir
     np.testing.assert_array_equal(result, 2.0 * np.arange(8) + 1.0)
     shares = [(e.handle_id, e.stream, e.other) for e in rec.of(ev.StreamShared)]
     assert (shared.id, reader, writer) in shares
-    assert f"Binding on stream {writer} is shared on stream {reader}" in caplog.text
+    assert f"Binding on {writer} is shared on {reader}" in caplog.text
     flushes = [(e.why, e.stream, e.dispatches) for e in rec.of(ev.Flushed)]
     assert flushes[0] == ("shared", writer, 1)  # the writer's stream went first
 

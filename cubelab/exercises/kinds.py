@@ -120,9 +120,11 @@ def names_of(answer: Any) -> set[str] | None:
             return set()
         return {p.strip("'\"`") for p in parts}
     if isinstance(answer, (set, frozenset, list, tuple)):
-        if not all(isinstance(p, str) for p in answer):
+        # names, or numbers that label things ({1, 3} for calls numbered 1 to 5)
+        if not all(isinstance(p, str) or (isinstance(p, int) and not isinstance(p, bool))
+                   for p in answer):
             return None
-        return {p.strip() for p in answer}
+        return {str(p).strip() for p in answer}
     return None
 
 

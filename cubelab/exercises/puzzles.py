@@ -23,6 +23,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -63,6 +64,8 @@ class Puzzle(KernelExercise):
     limits: Limits = Limits()
     template: str = ""  # the answer cell: the kernel with a blank, then `answer = ...`
     scalars: dict[str, int] = field(default_factory=dict)
+    first_try: Any = None  # a straightforward first attempt: its access map is the figure
+    shows: str = ""  # what that map shows, in words (`figure_caption` reads it from the map)
 
     def __post_init__(self) -> None:
         self.inputs = self._host
@@ -106,14 +109,41 @@ class Puzzle(KernelExercise):
         return f"CubeCount.Static({fmt(self.count)}), CubeDim({fmt(self.dim)})"
 
     def describe(self) -> str:
-        """The question as markdown: story, spec, geometry, limits."""
+        """The question as markdown: story, spec, geometry, limits, and the figure of a first
+        attempt's access map (committed as figures/puzzles/<name>.svg)."""
         inputs = ", ".join(f"`{k}` ({v.size} items)" for k, v in self.arrays.items())
         scalars = "".join(f", `{k} = {v}`" for k, v in self.scalars.items())
         limits = ", ".join(f"{name} ≤ {n}" for name, n in self.limits.items() if n is not None)
+        name = self.key.split(".", 1)[1]
         return (f"### {self.title}\n\n{self.story}\n\n```python\n{self.spec_source}```\n\n"
                 f"Inputs: {inputs}{scalars}; output `out` ({self.out_size} items, zeros before "
                 f"the launch). Launched with `{self.geometry()}`; parameters "
-                f"`({', '.join(self.args)})`.\n\nPer unit: {limits}.")
+                f"`({', '.join(self.args)})`.\n\nPer unit: {limits}.\n\n"
+                f"![The access map of a first attempt at {self.title}](figures/puzzles/{name}.svg)"
+                f"\n\n*A straightforward first attempt, drawn by `AccessMap.to_svg()`: "
+                f"{self.shows}*")
+
+    def first_try_map(self) -> Any:
+        """The access map of the puzzle's straightforward first attempt (the figure)."""
+        return self.access_map(self.first_try)
+
+    def figure_caption(self) -> str:
+        """What the first attempt's map shows, in words (read from the map)."""
+        m = self.first_try_map()
+        over, _ = self.judge(m)
+        said = []
+        if m.oob:
+            units = sorted({o.unit for o in m.oob})
+            said.append(f"units {', '.join(map(str, units))} step past the end of a buffer")
+        if m.races:
+            r = m.races[0]
+            said.append(f"units {r.units[0]} and {r.units[1]} both touch {r.array}[{r.index}] "
+                        "(a race)")
+        for fld, unit, n, limit in over:
+            said.append(f"unit {unit} makes {n} {fld} where {limit} are allowed")
+        if not said:
+            return "each unit reads its own item and writes its own; this one is right."
+        return "; ".join(said) + " — the check rejects it."
 
     def _check(self, answer: Any, client: Any) -> Result:
         from cubelab.frontend.kernel import CubeFunction
@@ -126,21 +156,10 @@ class Puzzle(KernelExercise):
                                    f"{len(self.args)}: ({', '.join(self.args)}).",
                                    "keep the template's signature: the geometry and the "
                                    "arguments are fixed, only the body is yours.")
-        result = super()._check(answer, client)
+        result = super()._check(answer, client)  # values, out of bounds, races (kinds.py)
         if not result.correct:
             return result
         m = self.access_map(answer)
-        if m.races:
-            r = m.races[0]
-            verb = "reads" if r.kinds[1] == "read" else "writes"
-            return self._wrong(
-                answer, f"right values, but a race: unit {r.units[0]} writes {r.array}[{r.index}] "
-                f"(line {r.lines[0]}) and unit {r.units[1]} {verb} it (line {r.lines[1]}) with no "
-                "barrier between them.",
-                "On a GPU the units of a cube do not run in lockstep: a unit may read a tile item "
-                "before its owner has written it. Put `sync_cube()` between the writes and the "
-                "reads (and between a step's reads and the next step's writes).",
-                details=f"{len(m.races)} racing pair(s); the first: {r}")
         over, table = self.judge(m)
         if over:
             field, unit, n, limit = over[0]
@@ -227,9 +246,9 @@ def _f(values: Any) -> np.ndarray:
 
 
 def _template_kernel(key: str, template: str) -> Any:
-    """The kernel a template defines, as the student first runs it: each puzzle's wrong answer
-    (its check must reject the blank template). Registered in linecache like a notebook cell, so
-    `@cube` can read its source."""
+    """The kernel a template (or a first attempt) defines, as the student first runs it: each
+    puzzle's wrong answer (its check must reject the blank template). Registered in linecache
+    like a notebook cell, so `@cube` can read its source."""
     import linecache
 
     source = "from cubelab.prelude import *\n" + template
@@ -248,18 +267,185 @@ def _template(header: str, lines: int) -> str:
 
 _1D = (1, 1, 1)
 
+
+@dataclass(frozen=True)
+class Attempt:
+    """A puzzle's hints, in tiers (`nudge`, the `concept`, a `worked` step on another example —
+    never the puzzle's own solution), and a straightforward first attempt at it: the kernel whose
+    access map is drawn beside the puzzle (`figure_svg`) — the trap the puzzle is about, not its
+    answer (for the first two puzzles the obvious kernel is right, and the story says as much)."""
+
+    nudge: str
+    concept: str
+    worked: str
+    first_try: str  # the kernel, as source, with the template's signature
+    right: bool = False  # the first try is right (then it is not one of the wrong answers)
+    shows: str = ""  # what its access map shows (the figure's caption; a test re-reads the map)
+
+
+ATTEMPTS: dict[str, Attempt] = {
+    "map": Attempt(
+        "Which item belongs to unit i, and what goes into out[i]?",
+        "Each unit reads its own item `a[UNIT_POS]` once and writes `out[UNIT_POS]`; a typed "
+        "constant is `f32(10.0)`.",
+        "A worked step on another kernel: `negate` writes `out[i] = -a[i]` with `i = UNIT_POS`, "
+        "one read and one write per unit.",
+        "@cube(launch=True)\ndef add_ten(a: Slice[f32], out: SliceMut[f32]):\n    i = UNIT_POS\n"
+        "    out[i] = a[i] + f32(10.0)\n", right=True,
+        shows='each unit reads its own item and writes its own; this one is right.'),
+    "zip": Attempt(
+        "Two inputs, one index: which items does unit i need?",
+        "Unit `i` reads `a[i]` and `b[i]` and writes `out[i]`.",
+        "A worked step on another kernel: a difference writes `out[i] = a[i] - b[i]`, two reads "
+        "and one write per unit.",
+        "@cube(launch=True)\ndef pair_sum(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):\n"
+        "    i = UNIT_POS\n    out[i] = a[i] + b[i]\n", right=True,
+        shows='each unit reads its own item and writes its own; this one is right.'),
+    "guard": Attempt(
+        "There are 8 units and 5 items: what should units 5, 6 and 7 do?",
+        "A unit past the end must not touch memory at all: wrap the body in a guard on the "
+        "length, so the units without an item skip it.",
+        "A worked step on another kernel: `square` on 3 items with 4 units compares its index "
+        "with the buffer's length before `out[i] = a[i] * a[i]`; unit 3 fails the comparison "
+        "and reads and writes nothing.",
+        "@cube(launch=True)\ndef add_ten_guarded(a: Slice[f32], out: SliceMut[f32]):\n"
+        "    i = UNIT_POS\n    out[i] = a[i] + f32(10.0)\n",
+        shows='units 5, 6, 7 step past the end of a buffer — the check rejects it.'),
+    "map_2d": Attempt(
+        "The cube is 4×4 and the matrix 3×3: which units have no item?",
+        "Guard both coordinates against `size`, and index the flat buffer `row * size + col`.",
+        "A worked step on another launch: a 2×2 matrix in a 3×3 cube — unit (x = 1, y = 1) "
+        "handles a[1 * 2 + 1] = a[3]; units with x = 2 or y = 2 skip.",
+        "@cube(launch=True)\ndef add_ten_2d(a: Slice[f32], out: SliceMut[f32], size: u32):\n"
+        "    col = UNIT_POS_X\n    row = UNIT_POS_Y\n"
+        "    out[row * size + col] = a[row * size + col] + f32(10.0)\n",
+        shows='units 11, 12, 13, 14, 15 step past the end of a buffer; units 3 and 4 both touch out[3] (a race) — the check rejects it.'),
+    "broadcast": Attempt(
+        "Which input goes with the row, and which with the column?",
+        "`out[row, col]` reads `a[row]` and `b[col]`; guard both coordinates against `size`.",
+        "A worked step on another kernel: an outer *product* of [1, 2] and [3, 4] gives "
+        "out[1][0] = a[1] * b[0] = 6.",
+        "@cube(launch=True)\ndef outer_sum(a: Slice[f32], b: Slice[f32], out: SliceMut[f32], "
+        "size: u32):\n    col = UNIT_POS_X\n    row = UNIT_POS_Y\n"
+        "    out[row * size + col] = a[row] + b[col]\n",
+        shows='units 3, 7, 11, 12, 13, 14, 15 step past the end of a buffer; units 3 and 4 both touch out[3] (a race) — the check rejects it.'),
+    "blocks": Attempt(
+        "With 3 cubes, which items can UNIT_POS alone reach?",
+        "A unit's item is its cube's offset plus its place in the cube (`ABSOLUTE_POS`); 3 cubes "
+        "× 4 units are 12 units for 9 items, so guard it.",
+        "A worked step on another launch: 2 cubes of 5 units — unit 3 of cube 1 owns item "
+        "1 * 5 + 3 = 8.",
+        "@cube(launch=True)\ndef add_ten_blocks(a: Slice[f32], out: SliceMut[f32]):\n"
+        "    i = UNIT_POS\n    if i < a.len():\n        out[i] = a[i] + f32(10.0)\n",
+        shows='units 0 and 4 both touch out[0] (a race) — the check rejects it.'),
+    "blocks_2d": Attempt(
+        "Build the column from the X parts and the row from the Y parts.",
+        "Each coordinate is the cube's offset on that axis plus the unit's place on it; the grid "
+        "overhangs the 5×5 matrix, so guard both.",
+        "A worked step on another launch: cubes of 2×2, cube (1, 0), unit (1, 1): column "
+        "1 * 2 + 1 = 3, row 0 * 2 + 1 = 1.",
+        "@cube(launch=True)\ndef add_ten_blocks_2d(a: Slice[f32], out: SliceMut[f32], size: u32):\n"
+        "    col = UNIT_POS_X\n    row = UNIT_POS_Y\n    if row < size and col < size:\n"
+        "        out[row * size + col] = a[row * size + col] + f32(10.0)\n",
+        shows='units 0 and 9 both touch out[0] (a race) — the check rejects it.'),
+    "shared": Attempt(
+        "A unit may read global memory once: where else could it find its neighbour's item?",
+        "Stage each unit's item in the cube's shared tile, wait for every unit with "
+        "`sync_cube()`, then read the neighbour from the tile (wrapping at the cube's end).",
+        "A worked step on another kernel: a *left* neighbour stages `tile[u] = a[i]`, and after "
+        "`sync_cube()` reads `tile[(u + 3) % 4]`.",
+        "@cube(launch=True)\ndef rotate_add(a: Slice[f32], out: SliceMut[f32]):\n"
+        "    tile = SharedMemory[f32](4)\n    u = UNIT_POS\n"
+        "    out[ABSOLUTE_POS] = a[ABSOLUTE_POS] + a[CUBE_POS * 4 + (u + 1) % 4]\n",
+        shows='unit 0 makes 2 global reads where 1 are allowed — the check rejects it.'),
+    "pooling": Attempt(
+        "Which items does each unit need, and how many other units read the same ones?",
+        "One global read per unit, into a tile; `sync_cube()`; then add the tile's left "
+        "neighbours — only those that exist (indices are u32: `0 - 1` wraps to 4294967295).",
+        "A worked step on another window: out[i] = a[i - 1] + a[i] — unit 0 adds only tile[0], "
+        "unit 3 adds tile[2] + tile[3].",
+        "@cube(launch=True)\ndef window3(a: Slice[f32], out: SliceMut[f32]):\n"
+        "    tile = SharedMemory[f32](8)\n    i = UNIT_POS\n    acc = a[i]\n"
+        "    if i >= 1:\n        acc += a[i - 1]\n    if i >= 2:\n        acc += a[i - 2]\n"
+        "    out[i] = acc\n",
+        shows='unit 2 makes 3 global reads where 1 are allowed — the check rejects it.'),
+    "dot": Attempt(
+        "Each unit can make one product; who adds the eight up, and from where?",
+        "Each unit stores its product in a shared tile; `sync_cube()`; one unit sums the tile "
+        "and writes `out[0]`.",
+        "A worked step on another kernel: a 4-item *sum* stores a[i] into t[i]; after "
+        "`sync_cube()` unit 0 adds t[0] … t[3].",
+        "@cube(launch=True)\ndef dot(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):\n"
+        "    products = SharedMemory[f32](8)\n    i = UNIT_POS\n    if i == 0:\n"
+        "        acc = f32(0.0)\n        for k in range(8):\n            acc += a[k] * b[k]\n"
+        "        out[0] = acc\n",
+        shows='unit 0 makes 16 global reads where 2 are allowed — the check rejects it.'),
+    "conv1d": Attempt(
+        "Which items of `a` does a cube of 8 need? Count past its last unit.",
+        "A cube needs its 8 items and the 3 after them (the halo), and the 4 taps: stage them in "
+        "shared memory (0 past the end of `a`), `sync_cube()`, then each unit sums its window "
+        "against the taps.",
+        "A worked step on another convolution: 2 taps on cubes of 4 — a cube needs 4 + 1 items; "
+        "unit 3 uses window[3] and window[4], the halo item.",
+        "@cube(launch=True)\ndef conv1d(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):\n"
+        "    window = SharedMemory[f32](8 + 3)\n    taps = SharedMemory[f32](4)\n"
+        "    u = UNIT_POS\n    i = ABSOLUTE_POS\n    if i < out.len():\n        acc = f32(0.0)\n"
+        "        for j in range(4):\n            if i + j < a.len():\n"
+        "                acc += a[i + j] * b[j]\n        out[i] = acc\n",
+        shows='unit 0 makes 8 global reads where 3 are allowed — the check rejects it.'),
+    "prefix_sum": Attempt(
+        "At each step, how far to the left does a unit look — and who may be writing that item "
+        "at the same time?",
+        "log₂(8) = 3 steps, the distance doubling (1, 2, 4); in each, read the value first, "
+        "`sync_cube()`, then add and write, and `sync_cube()` again before the next step.",
+        "A worked step on another input: [1, 2, 3, 4] — step 1 (each adds its left neighbour) "
+        "gives [1, 3, 5, 7]; step 2 (two to the left) gives [1, 3, 6, 10].",
+        "@cube(launch=True)\ndef running_total(a: Slice[f32], out: SliceMut[f32]):\n"
+        "    buf = SharedMemory[f32](8)\n    u = UNIT_POS\n    acc = f32(0.0)\n"
+        "    for k in range(8):\n        if k <= u:\n            acc += a[k]\n    out[u] = acc\n",
+        shows='unit 7 makes 8 global reads where 1 are allowed — the check rejects it.'),
+    "axis_sum": Attempt(
+        "One cube per row: how can 8 units add 6 numbers in a few steps?",
+        "Halve the active units each step (4, 2, 1): the units below `half` add the item `half` "
+        "places to their right, with `sync_cube()` between steps; pad with 0 where `u >= cols`.",
+        "A worked step on other values: [1, 2, 3, 4] — half 2 gives [4, 6, ., .], half 1 gives "
+        "[10, ., ., .].",
+        "@cube(launch=True)\ndef row_sums(a: Slice[f32], out: SliceMut[f32], cols: u32):\n"
+        "    buf = SharedMemory[f32](8)\n    u = UNIT_POS\n    row = CUBE_POS_Y\n    if u == 0:\n"
+        "        acc = f32(0.0)\n        for c in range(cols):\n"
+        "            acc += a[row * cols + c]\n        out[row] = acc\n",
+        shows='unit 0 makes 6 global reads where 1 are allowed — the check rejects it.'),
+    "matmul": Attempt(
+        "How often does the straightforward loop read each item of `a` and `b` from global "
+        "memory, and by how many units?",
+        "Walk k one 4×4 tile at a time: each unit loads one item of a's tile and one of b's into "
+        "shared memory, the cube synchronises, every unit uses the tiles, and the cube "
+        "synchronises again before the next tile overwrites them.",
+        "A worked step on another size: a 4×4 product with 2×2 tiles, first tile (k = 0, 1): "
+        "unit (x, y) loads a[y][x] and b[y][x]; after `sync_cube()` it adds a_tile[y][0] * "
+        "b_tile[0][x] + a_tile[y][1] * b_tile[1][x].",
+        "@cube(launch=True)\ndef matmul(a: Slice[f32], b: Slice[f32], out: SliceMut[f32], "
+        "size: u32):\n    row = ABSOLUTE_POS_Y\n    col = ABSOLUTE_POS_X\n    acc = f32(0.0)\n"
+        "    for k in range(size):\n        acc += a[row * size + k] * b[k * size + col]\n"
+        "    out[row * size + col] = acc\n",
+        shows='unit 0 makes 16 global reads where 4 are allowed — the check rejects it.'),
+}
+
 PUZZLES: dict[str, Puzzle] = {}
 
 
 def puzzle(key: str, title: str, story: str, spec: Callable[..., np.ndarray],
            inputs: dict[str, np.ndarray], out_size: int, args: tuple[str, ...],
            count: tuple[int, int, int], dim: tuple[int, int, int], limits: Limits,
-           template: str, hint: str, scalars: dict[str, int] | None = None) -> Puzzle:
+           template: str, attempt: Attempt, scalars: dict[str, int] | None = None) -> Puzzle:
     """Declare and register one puzzle."""
-    p = Puzzle(key, title, "", hint, (_template_kernel(key, template),), story=story,
-               spec_fn=spec, arrays=inputs,
+    first = _template_kernel(f"{key} first attempt", attempt.first_try)
+    wrong = (_template_kernel(key, template),) + (() if attempt.right else (first,))
+    p = Puzzle(key, title, "", attempt.concept, wrong, nudge=attempt.nudge,
+               worked=attempt.worked, story=story, spec_fn=spec, arrays=inputs,
                out_size=out_size, args=args, count=count, dim=dim, limits=limits,
-               template=template, scalars=scalars or {})
+               template=template, scalars=scalars or {}, first_try=first,
+               shows=attempt.shows)
     p.question = p.describe()
     PUZZLES[key] = p
     register(p)
@@ -273,8 +459,7 @@ puzzle(
     add_ten_spec, {"a": _f(range(4))}, 4, ("a", "out"), _1D, (4, 1, 1),
     Limits(1, 1, 0, 0),
     _template("def add_ten(a: Slice[f32], out: SliceMut[f32]):\n    i = UNIT_POS", 1),
-    "each unit reads its own item `a[UNIT_POS]` and writes `out[UNIT_POS]`; a typed constant "
-    "is `f32(10.0)`.",
+    ATTEMPTS['map'],
 )
 
 puzzle(
@@ -284,7 +469,7 @@ puzzle(
     (4, 1, 1), Limits(2, 1, 0, 0),
     _template("def pair_sum(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):\n"
               "    i = UNIT_POS", 1),
-    "unit `i` reads `a[i]` and `b[i]` and writes `out[i]`.",
+    ATTEMPTS['zip'],
 )
 
 puzzle(
@@ -295,7 +480,7 @@ puzzle(
     add_ten_spec, {"a": _f(range(5))}, 5, ("a", "out"), _1D, (8, 1, 1),
     Limits(1, 1, 0, 0),
     _template("def add_ten_guarded(a: Slice[f32], out: SliceMut[f32]):\n    i = UNIT_POS", 2),
-    "units 5, 6 and 7 have no item: guard the body with `if i < a.len():`.",
+    ATTEMPTS['guard'],
 )
 
 puzzle(
@@ -306,8 +491,7 @@ puzzle(
     Limits(1, 1, 0, 0),
     _template("def add_ten_2d(a: Slice[f32], out: SliceMut[f32], size: u32):\n"
               "    col = UNIT_POS_X\n    row = UNIT_POS_Y", 2),
-    "the matrix is 3×3 but the cube is 4×4: guard both coordinates (`row < size and col < "
-    "size`) and index `row * size + col`.",
+    ATTEMPTS['map_2d'],
     scalars={"size": 3},
 )
 
@@ -319,7 +503,7 @@ puzzle(
     _1D, (4, 4, 1), Limits(2, 1, 0, 0),
     _template("def outer_sum(a: Slice[f32], b: Slice[f32], out: SliceMut[f32], size: u32):\n"
               "    col = UNIT_POS_X\n    row = UNIT_POS_Y", 2),
-    "`a` is indexed by the row, `b` by the column; guard both against `size`.",
+    ATTEMPTS['broadcast'],
     scalars={"size": 3},
 )
 
@@ -331,8 +515,7 @@ puzzle(
     add_ten_spec, {"a": _f(range(9))}, 9, ("a", "out"), (3, 1, 1), (4, 1, 1),
     Limits(1, 1, 0, 0),
     _template("def add_ten_blocks(a: Slice[f32], out: SliceMut[f32]):", 3),
-    "`UNIT_POS` alone only reaches items 0–3; add the cube's offset `CUBE_POS * CUBE_DIM`, and "
-    "guard: 3 cubes × 4 units = 12 units for 9 items.",
+    ATTEMPTS['blocks']
 )
 
 puzzle(
@@ -342,8 +525,7 @@ puzzle(
     add_ten_spec, {"a": _f(range(25))}, 25, ("a", "out", "size"), (2, 2, 1), (3, 3, 1),
     Limits(1, 1, 0, 0),
     _template("def add_ten_blocks_2d(a: Slice[f32], out: SliceMut[f32], size: u32):", 4),
-    "`col = CUBE_POS_X * CUBE_DIM_X + UNIT_POS_X` (and the same in Y); 2 × 3 = 6 > 5, so "
-    "guard both.",
+    ATTEMPTS['blocks_2d'],
     scalars={"size": 5},
 )
 
@@ -357,8 +539,7 @@ puzzle(
     Limits(1, 1, 2, 1),
     _template("def rotate_add(a: Slice[f32], out: SliceMut[f32]):\n"
               "    tile = SharedMemory[f32](4)\n    u = UNIT_POS", 4),
-    "write `tile[u] = a[ABSOLUTE_POS]`, then `sync_cube()` so every unit's item is there, "
-    "then `out[ABSOLUTE_POS] = tile[u] + tile[(u + 1) % 4]`.",
+    ATTEMPTS['shared'],
 )
 
 puzzle(
@@ -369,8 +550,7 @@ puzzle(
     Limits(1, 1, 3, 1),
     _template("def window3(a: Slice[f32], out: SliceMut[f32]):\n"
               "    tile = SharedMemory[f32](8)\n    i = UNIT_POS", 7),
-    "load `tile[i] = a[i]`, `sync_cube()`, then add `tile[i - 1]` only if `i >= 1` and "
-    "`tile[i - 2]` only if `i >= 2` (indices are u32: `0 - 1` is 4294967295, not -1).",
+    ATTEMPTS['pooling'],
 )
 
 puzzle(
@@ -381,8 +561,7 @@ puzzle(
     _1D, (8, 1, 1), Limits(2, 1, 8, 4),
     _template("def dot(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):\n"
               "    products = SharedMemory[f32](8)\n    i = UNIT_POS", 7),
-    "store `a[i] * b[i]` in the tile, `sync_cube()`, then let unit 0 add the 8 products "
-    "(`for k in range(8)`) and write `out[0]`.",
+    ATTEMPTS['dot'],
 )
 
 puzzle(
@@ -395,9 +574,7 @@ puzzle(
     _template("def conv1d(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):\n"
               "    window = SharedMemory[f32](8 + 3)\n    taps = SharedMemory[f32](4)\n"
               "    u = UNIT_POS\n    i = ABSOLUTE_POS", 18),
-    "each unit loads `window[u]` (0 past the end); units 0–2 also load the halo "
-    "`window[u + 8] = a[i + 8]`; units 0–3 load `taps[u] = b[u]`; `sync_cube()`; then sum "
-    "`window[u + j] * taps[j]` for j in 0..3 and guard the write with `i < out.len()`.",
+    ATTEMPTS['conv1d'],
 )
 
 puzzle(
@@ -410,8 +587,7 @@ puzzle(
     Limits(1, 1, 8, 4),
     _template("def running_total(a: Slice[f32], out: SliceMut[f32]):\n"
               "    buf = SharedMemory[f32](8)\n    u = UNIT_POS", 12),
-    "load `buf[u]`, `sync_cube()`; for each step (1, 2, 4): read `t = buf[u - step]` if "
-    "`u >= step`, `sync_cube()`, `buf[u] += t`, `sync_cube()`; finally `out[u] = buf[u]`.",
+    ATTEMPTS['prefix_sum'],
 )
 
 puzzle(
@@ -423,8 +599,7 @@ puzzle(
     Limits(1, 1, 7, 4),
     _template("def row_sums(a: Slice[f32], out: SliceMut[f32], cols: u32):\n"
               "    buf = SharedMemory[f32](8)\n    u = UNIT_POS\n    row = CUBE_POS_Y", 12),
-    "load `a[row * cols + u]` (0 for `u >= cols`), `sync_cube()`; for half in 4, 2, 1: units "
-    "below `half` add `buf[u + half]`, then `sync_cube()`; unit 0 writes `out[row]`.",
+    ATTEMPTS['axis_sum'],
     scalars={"cols": 6},
 )
 
@@ -441,9 +616,20 @@ puzzle(
               "    a_tile = SharedMemory[f32](16)\n    b_tile = SharedMemory[f32](16)\n"
               "    tx = UNIT_POS_X\n    ty = UNIT_POS_Y\n    row = ABSOLUTE_POS_Y\n"
               "    col = ABSOLUTE_POS_X\n    acc = f32(0.0)", 9),
-    "for t0 in range(0, size, 4): load `a_tile[ty * 4 + tx] = a[row * size + t0 + tx]` and "
-    "`b_tile[ty * 4 + tx] = b[(t0 + ty) * size + col]`, `sync_cube()`, accumulate "
-    "`a_tile[ty * 4 + k] * b_tile[k * 4 + tx]` for k in 0..3, `sync_cube()` again before the "
-    "next tile; write `out[row * size + col] = acc`.",
+    ATTEMPTS['matmul'],
     scalars={"size": 8},
 )
+
+
+def write_figures(folder: str | Path) -> list[Path]:
+    """Write each puzzle's figure — its first attempt's access map, `AccessMap.to_svg()` — into
+    `folder` as <name>.svg (notebooks/figures/puzzles/; tests/test_puzzles.py checks the
+    committed files are what this writes)."""
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for key, p in PUZZLES.items():
+        path = out / f"{key.split('.', 1)[1]}.svg"
+        path.write_text(p.first_try_map().to_svg() + "\n", encoding="utf-8")
+        written.append(path)
+    return written

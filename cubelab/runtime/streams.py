@@ -159,7 +159,9 @@ class StreamScheduler:
             if other == stream_id:
                 continue  # the common case: a loop on one stream
             if other is not None:
-                log.info("Binding on stream %d is shared on stream %d", other, stream_id)
+                # CubeCL's own wording (`Binding on {} is shared on {}`): the stream the buffer
+                # was last touched on, then this launch's
+                log.info("Binding on %d is shared on %d", other, stream_id)
                 if self.bus.wants(ev.StreamShared):
                     self.bus.publish(ev.StreamShared(hid, stream_id, other))
                 if other not in others:
