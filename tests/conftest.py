@@ -17,13 +17,23 @@ in its skips. `cuda_client` skips with the reason when the runtime cannot start,
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 
 import pytest
 
 if not os.environ.get("XDG_RUNTIME_DIR") or not os.path.isdir(os.environ["XDG_RUNTIME_DIR"]):
     os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="cubelab-xdg-")
+
+# The persistent compilation store (and the driver's shader cache it points) in a folder of this
+# session's own, never the user's cache folder: set before anything opens it, in the
+# environment, so every process the suite starts (notebook kernels, `python -c` children)
+# inherits it. Tests of the store itself use folders of their own.
+_STORE = tempfile.mkdtemp(prefix="cubelab-store-")
+os.environ["CUBELAB_CACHE_DIR"] = _STORE
+atexit.register(shutil.rmtree, _STORE, True)
 
 
 @pytest.fixture(scope="session")

@@ -100,6 +100,9 @@ def _clean_env(user: str | None) -> dict[str, str]:
     env["PATH"] = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
     if user is not None:
         env.update(HOME=pwd.getpwnam(user).pw_dir, USER=user, LOGNAME=user)
+        # the session's compilation store is private to this user; another user's would be
+        # their real cache folder
+        env["CUBELAB_CACHE_DIR"] = "off"
     return env
 
 

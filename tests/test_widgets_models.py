@@ -30,6 +30,22 @@ def test_after_the_quiz_the_cache_monitor_holds_three_compiles_and_one_hit(clien
     cm.close()
 
 
+def test_the_cache_monitor_says_which_compiles_the_persistent_store_served(client):
+    # the suite's store (a session temp dir) holds what the quiz compiled: after clearing the
+    # in-memory cache, the same KernelIds come back from disk, and the monitor says so
+    quiz(client)
+    client.clear_cache()
+    cm = CacheMonitor(client, live=False)
+    quiz(client)
+    cm.refresh()
+    m = cm.model()
+    assert m["total_compiles"] == 3 and m["total_loaded"] == 3
+    assert [r["origin"] for r in m["rows"]] == ["loaded"] * 3
+    assert 'data-loaded="3"' in cm.total.value and 'data-origin="loaded"' in cm.table.value
+    assert "(1 loaded)" in cm.table.value
+    cm.close()
+
+
 def test_the_reset_button_zeroes_the_cache_monitor(client):
     cm = CacheMonitor(client, live=False)
     quiz(client)

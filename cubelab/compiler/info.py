@@ -119,6 +119,11 @@ class InfoLayout:
             out += struct.pack(f"<{f.count}{code}", *values)
         return bytes(out)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # (pickled by the compilation store: the precompiled packer, a struct.Struct, does not
+        # pickle, and is rebuilt at the first pack)
+        return {k: v for k, v in self.__dict__.items() if k != "_fast"}
+
     def _compile_fast(self) -> tuple[struct.Struct, tuple[tuple[str, int, bool], ...], int]:
         """`pack`'s precompiled form for a layout without tensors: one `struct.Struct` for the
         whole block, the scalar fields in order, the static_meta words. Kept on the (frozen)

@@ -79,6 +79,11 @@ class KernelInstance:
     def id(self) -> KernelId:
         return self._id
 
+    def fingerprint(self) -> str:
+        """Everything this kernel's expansion reads besides the KernelId (its globals' values,
+        its helpers'): the frontend's part of the persistent store's key."""
+        return self.fn.fingerprint()
+
     def define(self, properties: DeviceProperties | None = None) -> KernelDefinition:
         """The IR of this KernelId, built by the kernel's `expand`. `properties`: the compiling
         device's (what `device_properties()` reads; the defaults for a preview without one)."""

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from cubelab.errors import KernelCallError, KernelSourceError, api_boundary
-from cubelab.frontend import aggregate_launch, aggregates, ops
+from cubelab.frontend import aggregate_launch, aggregates, fingerprint, ops
 from cubelab.frontend.operands import KERNEL_VALUES, error
 from cubelab.frontend.instance import KernelInstance
 from cubelab.frontend.launch import Launcher, NoLauncher
@@ -268,6 +268,34 @@ class CubeFunction:
 
         visit(self)
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+    def fingerprint(self) -> str:
+        """`origin()` plus the values of the globals this kernel and its helpers read, as one
+        digest: the frontend's part of the persistent store's key (`frontend/fingerprint.py`).
+        Read when a kernel is compiled, never per launch."""
+        seen: dict[int, str] = {}
+
+        def of(f: Any) -> str | None:
+            if not isinstance(f, CubeFunction):
+                return None
+            if id(f) in seen:
+                return seen[id(f)]
+            seen[id(f)] = "(recursive)"
+            parts = [f.source]
+            closure = dict(zip(f.fn.__code__.co_freevars,
+                               (c.cell_contents for c in f.fn.__closure__ or ())))
+            for name in sorted(f.rewritten.free_names):
+                if name in closure:
+                    v = closure[name]
+                elif name in f.fn.__globals__:
+                    v = f.fn.__globals__[name]
+                else:
+                    v = getattr(_b, name, None)
+                parts.append(f"{name}={fingerprint.value_text(v, of)}")
+            seen[id(f)] = fingerprint.digest(parts)
+            return seen[id(f)]
+
+        return fingerprint.digest([self.origin(), of(self) or ""])
 
     # -- name checks: at decoration for typos, at the first launch for the rest ---------------
     def _unresolved(self) -> list[tuple[str, int, int]]:

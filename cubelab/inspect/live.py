@@ -151,6 +151,10 @@ class KernelIdStats:
     last_launch_seq: int = 0
     last_launched: float = 0.0  # perf_counter time of the last compile or hit
     compile_s: float = 0.0  # expand + passes + codegen + driver, summed over compiles
+    # where each compile's code came from (CompileFinished.origin): "compiled" | "loaded" (the
+    # persistent store) | "rekeyed" (compiled; the same code was stored under another key)
+    origins: dict[str, int] = field(default_factory=dict)
+    origin: str = ""  # the last compile's
     order: int = 0  # first-seen order (the "earlier" of "nearest earlier id")
     why: tuple[str, ...] = ()  # diff against the nearest earlier id; filled in by snapshot()
     nearest: KernelId | None = None
@@ -175,6 +179,8 @@ class CacheSnapshot:
     total_hits: int
     total_failures: int
     cleared: tuple[str, ...]
+    total_loaded: int = 0  # compiles the persistent store served
+    total_rekeyed: int = 0
 
     def row(self, kernel_id: KernelId) -> KernelIdStats:
         return _find(self.rows, "kernel_id", kernel_id)
@@ -237,7 +243,9 @@ class CacheStats(Ledger):
         row = self._row(e.kernel_id, e.kernel)
         row.compiles += 1
         row.entry = e.entry
-        row.compile_s += e.expand_s + e.passes_s + e.codegen_s + e.driver_s
+        row.compile_s += e.expand_s + e.passes_s + e.codegen_s + e.driver_s + e.load_s
+        row.origins[e.origin] = row.origins.get(e.origin, 0) + 1
+        row.origin = e.origin
         row.last_launch_seq, row.last_launched = e.launch_seq, e.t
 
     @on(ev.CompileFailed)
@@ -260,7 +268,8 @@ class CacheStats(Ledger):
     def snapshot(self) -> CacheSnapshot:
         with self._lock:
             self._drain()
-            rows = sorted((replace(r) for r in self._rows.values()), key=lambda r: r.order)
+            rows = sorted((replace(r, origins=dict(r.origins)) for r in self._rows.values()),
+                          key=lambda r: r.order)
             cleared = tuple(self._cleared)
         earlier: list[KernelId] = []
         for r in rows:  # diffs are computed here, off the device thread, once per id
@@ -271,7 +280,9 @@ class CacheStats(Ledger):
             r.nearest, r.why = cached
             earlier.append(r.kernel_id)
         return CacheSnapshot(tuple(rows), sum(r.compiles for r in rows),
-                             sum(r.hits for r in rows), sum(r.failures for r in rows), cleared)
+                             sum(r.hits for r in rows), sum(r.failures for r in rows), cleared,
+                             sum(r.origins.get("loaded", 0) for r in rows),
+                             sum(r.origins.get("rekeyed", 0) for r in rows))
 
 
 # -- buffers: seed 001's failure-as-state ------------------------------------------------------

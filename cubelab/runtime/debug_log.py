@@ -5,6 +5,7 @@ For every compile it prints
     [START_KERNEL_COMPILATION]
     name: <module>::saxpy::Saxpy<f32>
     id: KernelId { ... }          (Rust-Debug layout, as in the seed)
+    origin: loaded                (only when the persistent store served it: loaded | rekeyed)
     source:
     <generated WGSL, or any target's with CUBELAB_DEBUG_TARGET=<name> (msl, cuda, ...)>
     [END_KERNEL_COMPILATION]
@@ -77,10 +78,13 @@ class DebugLog:
             if self.target is not None and self.target != event.target and \
                     self.target in event.extra_sources:
                 source, lang = event.extra_sources[self.target], self.target
+            # a compile the persistent store served says so (a plain compile prints as the seed)
+            origin = f"origin: {event.origin}\n" if event.origin != "compiled" else ""
             self._write(
                 "[START_KERNEL_COMPILATION]\n"
                 f"name: {event.kernel_id.type}\n"
                 f"id: {event.kernel_id.debug()}\n"
+                f"{origin}"
                 "source:\n"
                 f"```{lang}\n{source.rstrip()}\n```\n"
                 "[END_KERNEL_COMPILATION]\n\n"

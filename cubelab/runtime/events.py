@@ -84,6 +84,11 @@ class CompileFinished(Event):
     options_key: str = ""
     # `ir`'s line map (printed line -> the kernel location of its op): the line correspondence
     ir_lines: dict[int, Any] = field(default_factory=dict)
+    # where the code came from (runtime/store.py): "compiled" (expand, passes and codegen ran),
+    # "loaded" (from the persistent store: `load_s` to read it, nothing expanded) or "rekeyed"
+    # (compiled, and the same code was already stored under another key)
+    origin: str = "compiled"
+    load_s: float = 0.0
 
 
 @dataclass(slots=True, eq=False)

@@ -92,6 +92,8 @@ from cubelab.runtime.handle import Handle, refuse_released
 from cubelab.runtime.kernel_id import CubeKernel, KernelId
 from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, MemoryPool, MemoryUsage, Slice
+from cubelab.runtime.store import (CompilationStore, class_identity, content_digest,
+                                   store_key)
 from cubelab.runtime.streams import StreamScheduler, Task
 
 
@@ -140,6 +142,15 @@ class _Compiled:
     passes_s: float
     codegen_s: float
     driver_s: float
+    origin: str = "compiled"  # "compiled" | "loaded" | "rekeyed" (runtime/store.py)
+    load_s: float = 0.0
+    # what the store still has to write, after the first dispatch: (key, content digest,
+    # whether the object is new)
+    store: tuple[str, str, bool] | None = None
+    texts: bool = True  # whether the IR texts were printed (someone listened)
+
+
+_UNOPENED: Any = object()  # a server's store before its first compile opens it
 
 
 class ExpansionPanicked(CubeError):
@@ -529,11 +540,88 @@ class Server:
     def build_pipeline(self, entry: PipelineEntry) -> None:
         """Turn generated source into something dispatchable (per backend)."""
 
+    # -- the persistent compilation store (runtime/store.py) -------------------------------------
+    _store: Any = _UNOPENED
+
+    def compilation_store(self) -> CompilationStore | None:
+        """The store this server reads and writes (opened at its first compile), None if off."""
+        if self._store is _UNOPENED:
+            self._store = CompilationStore.open()
+        return self._store  # type: ignore[no-any-return]
+
+    def device_fingerprint(self) -> str:
+        """What makes code compiled on this device differ from another's: its properties (the
+        wgpu server adds the adapter's driver) — in a stable order (a frozenset's repr is not:
+        it follows the process's string hashing)."""
+        import dataclasses
+
+        props = self.properties
+        fields = [(f.name, sorted(v) if isinstance(v := getattr(props, f.name), frozenset)
+                   else v) for f in dataclasses.fields(props)] if props is not None else []
+        return f"{self.name}|{fields!r}"
+
+    def _store_key(self, kernel: CubeKernel, kernel_id: KernelId) -> str | None:
+        fingerprint = getattr(kernel, "fingerprint", None)
+        if fingerprint is None:
+            return None  # a kernel object that cannot say what its code reads: never stored
+        targets = ";".join(f"{t.name}={class_identity(type(t))}"
+                           for t in (self.target, *shown_targets(self.target.name)))
+        return store_key(self.name, targets, self.device_fingerprint(),
+                         options_key(self.options), kernel_id.debug(), kernel_id.origin,
+                         fingerprint())
+
+    def _load(self, stored: dict[str, Any], kernel_id: KernelId, t0: float) -> "_Compiled":
+        """A compile served by the store: its entry rebuilt, the pipeline built from its
+        source (the driver's own cache serves that part, where it has one)."""
+        entry = PipelineEntry(kernel_id, stored["entry"], stored["compiled"],
+                              stored["definition"])
+        entry.extra_sources = stored["extra_sources"]
+        entry.io = stored["io"]
+        entry.written_idx, entry.read_idx = stored["written_idx"], stored["read_idx"]
+        t1 = time.perf_counter()
+        self.build_pipeline(entry)
+        t2 = time.perf_counter()
+        texts = stored["passes"] is not None
+        return _Compiled(entry, stored["ir"] or "", stored["expanded_ir"] or "",
+                         stored["passes"] or (), 0.0, 0.0, 0.0, t2 - t1, "loaded", t1 - t0,
+                         None, texts)
+
+    def _store_after_dispatch(self, c: "_Compiled") -> None:
+        """Write what a compile made to the store (after its first dispatch, off the way to
+        the first result)."""
+        store = self._store
+        if c.store is None or store is None or store is _UNOPENED:
+            return
+        key, digest, new = c.store
+        c.store = None
+        entry = c.entry
+        payload = None
+        if new:
+            payload = {"kernel_id": entry.kernel_id.debug(), "entry": entry.entry,
+                       "compiled": entry.compiled, "definition": entry.definition,
+                       "extra_sources": dict(entry.extra_sources), "io": entry.io,
+                       "written_idx": entry.written_idx, "read_idx": entry.read_idx,
+                       "ir": c.ir if c.texts else None,
+                       "expanded_ir": c.expanded_ir if c.texts else None,
+                       "passes": c.passes if c.texts else None}
+        store.save(key, digest, payload)
+
     def compile(self, kernel: CubeKernel, kernel_id: KernelId, seq: int) -> "_Compiled":
         self.publish_hit_tallies()  # hits before this compile are told before it
         self.bus.publish(ev.CompileStarted(kernel.name, kernel_id, seq))
         t0 = time.perf_counter()
         check_cube_dim(kernel_id.cube_dim.as_tuple(), self.properties)
+        texts = self.bus.wants(ev.CompileFinished)
+        store = self.compilation_store()
+        key = self._store_key(kernel, kernel_id) if store is not None else None
+        rewrite = False
+        if key is not None:
+            stored = store.load(key)  # type: ignore[union-attr]
+            if stored is not None and stored.get("kernel_id") == kernel_id.debug():
+                if stored.get("passes") is not None or not texts:
+                    return self._load(stored, kernel_id, t0)
+                # stored without the IR texts someone now listens for: compile, store anew
+                rewrite = True
         with paused_gc():
             try:
                 definition = kernel.define(self.properties)
@@ -551,8 +639,7 @@ class Server:
             run = self.target
             c = compile_definition(definition, kernel_id.mode, self.options, run=run,
                                    show=shown_targets(run.name), limits=self.properties,
-                                   device=self.name, check=True,
-                                   record=self.bus.wants(ev.CompileFinished))
+                                   device=self.name, check=True, record=texts)
         definition = c.definition  # an extra pass may hand on a new definition
         compiled = c.sources[run.name]
         expanded_ir, records = c.expanded_ir, c.passes
@@ -567,7 +654,15 @@ class Server:
         self.build_pipeline(entry)
         t4 = time.perf_counter()
         passes = tuple((r.name, r.before, r.after) for r in records)
-        return _Compiled(entry, c.ir, expanded_ir, passes, t1 - t0, t2 - t1, t3 - t2, t4 - t3)
+        out = _Compiled(entry, c.ir, expanded_ir, passes, t1 - t0, t2 - t1, t3 - t2, t4 - t3,
+                        texts=texts)
+        if key is not None:
+            digest = content_digest({run.name: compiled.source, **entry.extra_sources})
+            stored_already = not rewrite and store.has_content(digest)  # type: ignore[union-attr]
+            if stored_already:
+                out.origin = "rekeyed"  # the same code is stored under another key
+            out.store = (key, digest, not stored_already)
+        return out
 
     def _compile_finished(self, kernel: CubeKernel, c: _Compiled, seq: int,
                           first_dispatch_s: float) -> None:
@@ -584,8 +679,9 @@ class Server:
             entry.compiled.source, c.ir, c.expanded_ir,
             c.passes, c.expand_s, c.passes_s, c.codegen_s, c.driver_s + first_dispatch_s, seq,
             extra_sources=dict(entry.extra_sources), options_key=options_key(self.options),
-            ir_lines=ir_lines,
+            ir_lines=ir_lines, origin=c.origin, load_s=c.load_s,
         ))
+        self._store_after_dispatch(c)
 
     # -- launch (shared) ----------------------------------------------------------------------
     def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:

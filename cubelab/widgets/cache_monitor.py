@@ -1,5 +1,10 @@
 """CacheMonitor: the pipeline cache, live — compiles and hits per KernelId, and why each new id.
 
+Each compile also says where its code came from (`CompileFinished.origin`): "compiled", "loaded"
+from the persistent compilation store (a kernel another process compiled: nothing expanded), or
+"rekeyed" (compiled, and the same code was already stored under another key); the total says how
+many the store served.
+
 Built only from CompileFinished / CompileFailed / CacheHits / CacheCleared events (through
 `inspect.CacheStats`); the "why?" column is `inspect.diff` against the nearest earlier id of the
 same kernel, so the seed's quiz reads straight off the table: 3 compiles, 1 hit, and the reasons
@@ -51,8 +56,10 @@ class CacheMonitor(LiveView):
         return {
             "total_compiles": snap.total_compiles,
             "total_hits": snap.total_hits,
+            "total_loaded": snap.total_loaded,
             "rows": [{"kernel_id": r.short, "entry": r.entry, "compiles": r.compiles,
-                      "hits": r.hits, "failures": r.failures, "why": list(r.why)}
+                      "hits": r.hits, "failures": r.failures, "why": list(r.why),
+                      "origin": r.origin, "origins": dict(r.origins)}
                      for r in snap.rows],
         }
 
@@ -69,7 +76,10 @@ class CacheMonitor(LiveView):
                 f'{snap.total_compiles}</div><div class="cl-muted">'
                 f'{plural(snap.total_compiles, "compile").split(" ", 1)[1]}</div>'
                 f'<div class="cl-total-hits" data-hits="{snap.total_hits}">'
-                f'{plural(snap.total_hits, "cache hit")}</div></div>')
+                f'{plural(snap.total_hits, "cache hit")}</div>'
+                + (f'<div class="cl-total-loaded" data-loaded="{snap.total_loaded}">'
+                   f'{snap.total_loaded} loaded from the store</div>' if snap.total_loaded else "")
+                + "</div>")
 
     @staticmethod
     def _table_html(snap: CacheSnapshot) -> str:
@@ -82,6 +92,12 @@ class CacheMonitor(LiveView):
             why = "<br>".join(html.escape(w) for w in r.why)
             fail = f' <span class="cl-state-failed">({r.failures} failed)</span>' \
                 if r.failures else ""
+            origin = ", ".join(f"{n} {o}" for o, n in r.origins.items() if o != "compiled")
+            if origin:  # the store's part: "1 loaded", "1 rekeyed"
+                fail += f' <span class="cl-origin" data-origin="{html.escape(r.origin)}">' \
+                        f'({html.escape(origin)})</span>'
+            else:
+                fail += f'<span class="cl-origin" data-origin="{html.escape(r.origin)}"></span>'
             rows.append(
                 f'<tr class="cl-row" data-kernel-id="{html.escape(r.short)}">'
                 f"<td>{kid}<div class='cl-muted'>{html.escape(r.entry)}</div></td>"

@@ -46,8 +46,10 @@ also bound by the dispatch, its 12 bytes are first copied into a scratch buffer 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
+import time
 from typing import Any
 
 from cubelab.compiler.targets import TARGETS
@@ -58,6 +60,7 @@ from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
 from cubelab.runtime.server import PipelineEntry, PreparedLaunch, Server, generated_line_note
+from cubelab.runtime.store import driver_cache_env
 from cubelab.runtime.wgpu.info_ring import InfoRing
 
 _CACHE_LIMIT = 4096
@@ -121,17 +124,33 @@ def ensure_runtime_dir() -> None:
         os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="cubelab-xdg-")
 
 
+# Seconds each start-up step took in this process (`benchmarks/startup.py` reads them): importing
+# wgpu, requesting the adapter (the driver is loaded then), creating the device.
+STARTUP: dict[str, float] = {}
+
+
 def request_adapter() -> Any | None:
-    """The best wgpu adapter, or None when the machine has none (no Vulkan driver, ...)."""
+    """The best wgpu adapter, or None when the machine has none (no Vulkan driver, ...).
+
+    Before the driver loads, its shader disk cache is pointed into the compilation store's
+    folder (`runtime/store.py` `driver_cache_env`, for the variables the user has not set): the
+    store keeps cubelab's part between processes, the driver's cache the pipelines."""
     ensure_runtime_dir()
+    for name, value in driver_cache_env().items():
+        os.environ.setdefault(name, value)
+    t0 = time.perf_counter()
     try:
         import wgpu
     except ImportError:
         return None
+    t1 = time.perf_counter()
     try:
-        return wgpu.gpu.request_adapter_sync(power_preference="high-performance")
+        adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     except Exception:  # noqa: BLE001 - "no adapter" comes in several shapes
         return None
+    STARTUP.setdefault("import wgpu", t1 - t0)
+    STARTUP.setdefault("adapter", time.perf_counter() - t1)
+    return adapter
 
 
 class _WgpuLogCatcher(logging.Filter):
@@ -183,6 +202,7 @@ class WgpuServer(Server):
         for feat in ("subgroup", "shader-f16"):
             if feat in adapter.features:
                 features.append(feat)
+        t0 = time.perf_counter()
         self.device = adapter.request_device_sync(
             required_features=features,
             required_limits={
@@ -192,6 +212,7 @@ class WgpuServer(Server):
                 "max-buffer-size": limits["max-buffer-size"],
             },
         )
+        STARTUP.setdefault("device", time.perf_counter() - t0)
         info = adapter.info
         self.properties = DeviceProperties(
             adapter=str(info.get("device", "?")),
@@ -237,6 +258,13 @@ class WgpuServer(Server):
         self._async_errors: list[str] = []
         self._native = native_pass()
         _install_log_filter(self)
+
+    def device_fingerprint(self) -> str:
+        """The properties plus the adapter's driver: a driver update may compile the same WGSL
+        differently, and naga (wgpu-py's version) validates it."""
+        info = self.adapter.info
+        return (f"{super().device_fingerprint()}|{info.get('vendor')}|{info.get('device_id')}|"
+                f"{info.get('description')}|wgpu {self._wgpu.__version__}")
 
     # -- memory -------------------------------------------------------------------------------
     def alloc_page(self, size: int) -> Any:
