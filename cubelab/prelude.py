@@ -80,6 +80,7 @@ from cubelab.frontend.types import (
     Array,
     Atomic,
     Comptime,
+    Define,
     Float,
     Int,
     Numeric,
@@ -120,7 +121,7 @@ __all__ = [
     "is_inf", "atan2", "hypot", "rhypot", "powi", "count_ones", "reverse_bits",
     "leading_zeros", "trailing_zeros", "find_first_set", "saturating_add", "saturating_sub",
     "mul_hi", "vector_sum", "dot", "magnitude", "normalize", "Array", "Atomic", "SharedMemory", "Tensor",
-    "TensorMut", "TensorArg", "Comptime", "Float", "Int", "Numeric", "Size",
+    "TensorMut", "TensorArg", "Comptime", "Define", "Float", "Int", "Numeric", "Size",
     "Slice", "SliceMut", "Vector", "bool_", "f32", "i32", "u32", "Device", "BufferArg",
     "ScalarArg", "CubeCount", "CubeDim", "ExecutionMode", "dry_run", "real_run", "stream",
 ]

@@ -36,6 +36,7 @@ from cubelab.frontend.types import (
     ArrayKind,
     BufferSpec,
     ComptimeSpec,
+    DefineSpec,
     GenericScalar,
     GenericSize,
     ScalarKind,
@@ -57,7 +58,9 @@ _PY_SCALARS = {bool: bool_}
 @dataclass
 class Param:
     name: str
-    kind: str  # "buffer" | "scalar" | "comptime" | "aggregate" (a @cube_type) | "any" (helpers)
+    # "buffer" | "scalar" | "comptime" | "define" (Define[T]: binds T at launch) | "aggregate"
+    # (a @cube_type) | "any" (helpers)
+    kind: str
     spec: Any
     lineno: int
     col: int
@@ -172,6 +175,10 @@ class CubeFunction:
             ann = self._map_typevars(ann)
             if isinstance(ann, ComptimeSpec):
                 out.append(Param(p.arg, "comptime", ann, p.lineno, p.col_offset))
+            elif isinstance(ann, DefineSpec):
+                # the launch's value binds the generic (launch.py); a helper gets the type
+                out.append(Param(p.arg, "define" if self.is_kernel else "any", ann, p.lineno,
+                                 p.col_offset))
             elif isinstance(ann, BufferSpec):
                 out.append(Param(p.arg, "buffer", ann, p.lineno, p.col_offset))
             elif isinstance(ann, ScalarKind) or ann in _PY_SCALARS:
@@ -229,6 +236,8 @@ class CubeFunction:
             elif p.kind == "aggregate":
                 for g in aggregate_launch.generics_of(p.spec):
                     add(g)
+            elif p.kind == "define":
+                add(p.spec.generic)
         # a generic named only in the body (`for k in unroll(range(N))`, `F.new(0.0)`) is bound
         # at launch too, after those of the signature
         for name in self.rewritten.free_names:

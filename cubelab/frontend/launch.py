@@ -40,7 +40,8 @@ from cubelab.frontend.launch_memo import (
     comparer,
 )
 from cubelab.frontend.instance import KernelInstance
-from cubelab.frontend.types import GenericScalar, GenericSize, ScalarKind, bool_, f32, u32
+from cubelab.frontend.types import (GenericScalar, GenericSize, ScalarKind, bool_, f32,
+                                    scalar_kind_of, u32)
 from cubelab.runtime.handle import BufferArg, ScalarArg, TensorArg
 from cubelab.runtime.kernel_id import CubeDim, ExecutionMode
 from cubelab.runtime.kernel_launcher import KernelLauncher, check_cube_dim
@@ -186,7 +187,11 @@ class BoundLauncher:
     def __init__(self, fn: CubeFunction, mode: ExecutionMode, types: tuple[Any, ...]) -> None:
         self.fn, self.mode = fn, mode
         name = fn.__name__
-        type_generics = [g for g in fn.generics if isinstance(g, GenericScalar)]
+        # a generic bound by a `Define[T]` argument takes its type from that argument's value
+        defined = {p.spec.generic.name for p in fn.params if p.kind == "define"}
+        self.type_order = [g.name for g in fn.generics if isinstance(g, GenericScalar)]
+        type_generics = [g for g in fn.generics
+                         if isinstance(g, GenericScalar) and g.name not in defined]
         self.size_generics = [g for g in fn.generics if isinstance(g, GenericSize)]
         if len(types) != len(type_generics):
             want = ", ".join(g.name for g in type_generics) or "none"
@@ -228,6 +233,8 @@ class BoundLauncher:
                 plan.append(("scalar", p, p.name, p.spec, p.spec.elem.value))
             elif p.kind == "aggregate":
                 plan.append(("aggregate", p, p.name, p.spec))
+            elif p.kind == "define":
+                plan.append(("define", p, p.name, p.spec.generic))
             else:
                 plan.append((p.kind, p, p.name))
         self._plan = plan
@@ -368,6 +375,9 @@ class BoundLauncher:
         props = client.properties()
         if self._dims_ok.get((cube_dim, id(props))) is not props:
             self._check_dim(name, cube_dim, props)
+        types = self.types
+        if self.type_order and len(types) != len(self.type_order):
+            types = self._defined_types(name, plan, args)
         launcher = KernelLauncher()
         # KernelLauncher.register_buffer without a Python frame per argument (the cache-hit path)
         register_buffer = launcher.buffers.append
@@ -414,6 +424,8 @@ class BoundLauncher:
                         v = _scalar_bytes(spec, x, label, name)
                         scalars.setdefault(spec.elem.value, []).append(v)
                 comptimes.append(key)
+            elif kind == "define":
+                comptimes.append(types[step[3].name])  # the type it chose (checked above)
             elif kind == "comptime":
                 try:
                     hash(a)
@@ -428,7 +440,7 @@ class BoundLauncher:
         key = (cube_dim, tuple(sizes), tuple(comptimes))
         kernel = self._kernels.get(key)
         if kernel is None:
-            kernel = KernelInstance(self.fn, self.mode, cube_dim, dict(self.types), size_of,
+            kernel = KernelInstance(self.fn, self.mode, cube_dim, dict(types), size_of,
                                     tuple(comptimes))
             self._kernels[key] = kernel
         bindings = launcher.launch(client, kernel, cube_count, name)
@@ -441,6 +453,26 @@ class BoundLauncher:
             memos = self._memos
             memos.insert(0, memo)
             del memos[MEMO_SIZE:]
+
+    def _defined_types(self, name: str, plan: list[tuple[Any, ...]],
+                       args: tuple[Any, ...]) -> dict[str, ScalarKind]:
+        """The launch's element types: those given as `launch[...]` and those the `Define[T]`
+        arguments choose (CubeCL's `#[define(T)]`), in the kernel's generic order."""
+        chosen = dict(self.types)
+        for step, a in zip(plan, args):
+            if step[0] != "define":
+                continue
+            g = step[3]
+            kind = scalar_kind_of(a)
+            if kind is None or not g.accepts(kind):
+                want = "f32, i32 or u32" if g.family == "Numeric" else \
+                    ("f32" if g.family == "Float" else "i32 or u32")
+                raise LaunchError(
+                    f"launch of `{name}`: argument `{step[2]}` chooses the element type {g.name} "
+                    f"(a {g.family}), got {a!r}; pass {want} (or the numpy dtype, e.g. "
+                    "x.dtype)")
+            chosen[g.name] = kind
+        return {n: chosen[n] for n in self.type_order}
 
     def _check_dim(self, name: str, cube_dim: CubeDim, props: Any) -> None:
         check_cube_dim(name, cube_dim, props)

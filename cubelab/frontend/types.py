@@ -352,3 +352,51 @@ class _ComptimeNamespace:
 
 
 Comptime = _ComptimeNamespace()
+
+
+class DefineSpec:
+    """`Define[T]`: a launch argument whose *value* — `f32`, `i32`, `u32`, or a numpy dtype —
+    binds the generic element type `T` for that launch (CubeCL's `#[define(T)] dtype:
+    ElemType`, which burn's custom kernels use to pick the type from a tensor's dtype at run
+    time). One `expand` serves every type, as for `launch[f32]`; the choice is part of the
+    KernelId (the type's `<f32>` and the argument's field). In the body the argument is the
+    chosen type, a comptime value (`dtype.new(0)`, `if dtype == f32:`)."""
+
+    def __init__(self, generic: "GenericScalar") -> None:
+        self.generic = generic
+
+    def __repr__(self) -> str:
+        return f"Define[{self.generic.name}]"
+
+
+class _DefineNamespace:
+    @api_boundary
+    def __getitem__(self, generic: Any) -> DefineSpec:
+        generic = from_type_param(generic)
+        if not isinstance(generic, GenericScalar):
+            raise type_refusal(f"Define[...] names a generic element type, got {generic!r}",
+                               "write T = Numeric.generic('T') and `dtype: Define[T]`")
+        return DefineSpec(generic)
+
+    def __repr__(self) -> str:
+        return "Define"
+
+
+Define = _DefineNamespace()
+
+
+def scalar_kind_of(value: Any) -> ScalarKind | None:
+    """`f32`, `np.float32`, `np.dtype("int32")`, `"u32"` -> the ScalarKind; None if none."""
+    if isinstance(value, ScalarKind):
+        return value
+    if isinstance(value, str):
+        return _BY_NAME.get(value)
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        return None
+    return _BY_DTYPE.get(dt)
+
+
+_BY_NAME = {"f32": f32, "i32": i32, "u32": u32}
+_BY_DTYPE = {np.dtype(np.float32): f32, np.dtype(np.int32): i32, np.dtype(np.uint32): u32}

@@ -46,7 +46,11 @@ def instance(kernel: CubeFunction, *types: ScalarKind, sizes: tuple[int, ...] = 
     # (an argument of a cube type left out takes its default key, as default_instance does)
     given = iter(comptime)
     keys: list[Any] = []
+    chosen = {g.name: t for g, t in zip(tg, types)}
     for p in kernel.params:
+        if p.kind == "define":  # Define[T]: the type given for T is its value
+            keys.append(chosen[p.spec.generic.name])
+            continue
         if p.kind not in ("comptime", "aggregate"):
             continue
         c = next(given, _MISSING)
