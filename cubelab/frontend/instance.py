@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 from cubelab.errors import CubeError, KernelSourceError
 from cubelab.frontend import aggregate_launch
 from cubelab.frontend.operands import spec_written
-from cubelab.frontend.types import BufferSpec, GenericScalar, ScalarKind
-from cubelab.frontend.values import RV, BufferRef
+from cubelab.frontend.types import BufferSpec, GenericScalar, ScalarKind, u32
+from cubelab.frontend.values import RV, BufferRef, SliceView
 from cubelab.ir.core import BufferParam, KernelDefinition, ScalarParam
 from cubelab.ir.scope import Scope
-from cubelab.ir.types import Pointer, RuntimeArray
+from cubelab.ir.types import U32, Pointer, RuntimeArray
 from cubelab.runtime.kernel_id import (
     BUFFER_COMPILATION_ARG,
     SCALAR_COMPILATION_ARG,
@@ -43,8 +43,12 @@ class KernelInstance:
 
     def __init__(self, fn: CubeFunction, mode: ExecutionMode, cube_dim: CubeDim,
                  types: dict[str, ScalarKind], sizes: dict[str, int],
-                 comptimes: tuple[Any, ...]) -> None:
+                 comptimes: tuple[Any, ...], alignment: int = 0) -> None:
         self.fn = fn
+        # 0, or the alignment of the launch's buffer views when one starts off the device's
+        # binding alignment: each slice argument is then the view of its binding that starts
+        # a hidden offset in (`define`; frontend/launch.py computes the offsets)
+        self.alignment = alignment
         self.mode = mode
         self.cube_dim = cube_dim
         self.types = types
@@ -67,7 +71,7 @@ class KernelInstance:
                 fields.append((p.name, next(it)))
         self.info = DebugStruct(f"{self.name}Info", tuple(fields))
         self._id = KernelId(type_name, AddressType.U32, cube_dim, mode, self.info,
-                            fn.origin())
+                            fn.origin(), alignment)
         parts = [fn.__name__]
         for g in fn.generics:
             value = types[g.name] if isinstance(g, GenericScalar) else sizes[g.name]
@@ -112,9 +116,13 @@ class KernelInstance:
             return RV(scope.emit_prologue(("scalar", name), "info.scalar", [], kind.ty,
                                           elem=elem, index=idx), w=(False, elem))
 
+        views: list[tuple[int, BufferRef]] = []  # (argument position, its binding)
         for p in fn.params:
             scope.at(p.lineno, p.col)
-            if p.kind == "buffer":
+            if p.kind == "buffer" and self.alignment and not p.spec.tensor:
+                views.append((len(args), new_buffer(p.name, p.spec)))
+                args.append(None)  # the view of its binding, made below
+            elif p.kind == "buffer":
                 args.append(new_buffer(p.name, p.spec))
             elif p.kind == "scalar":
                 args.append(new_scalar(p.name, p.spec))
@@ -123,6 +131,17 @@ class KernelInstance:
                                                   new_buffer, new_scalar))
             else:
                 args.append(next(comptimes))
+        # A launch with unaligned buffer views (frontend/launch.py): each slice's binding starts
+        # at its view's offset rounded down to the binding alignment, and a hidden u32 scalar
+        # (after the kernel's own) says how many items in the view starts; the argument the
+        # body sees is the rest of the binding, a sub-slice, so len(), indexing and the bounds
+        # rules are those of `x[a:]`.
+        for position, buf in views:
+            offset = new_scalar(f"{buf.name} view offset", u32).v
+            length = scope.emit_prologue(("view len", buf.name), "buffer.len", [buf.v], U32)
+            rest = scope.emit_prologue(("view rest", buf.name), "arith.sub", [length, offset],
+                                       U32)
+            args[position] = SliceView(buf, offset, rest, buf.writable, buf.name)
         scope.loc = None
         try:
             fn.expand_fn()(scope, *args)

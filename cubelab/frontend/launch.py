@@ -383,6 +383,7 @@ class BoundLauncher:
         register_buffer = launcher.buffers.append
         scalars = launcher.scalars
         comptimes: list[Any] = []
+        views = False  # a buffer view (`handle.offset_start(n)`) among the arguments
         for step, a in zip(plan, args):
             kind = step[0]
             if kind == "buffer":
@@ -396,10 +397,14 @@ class BoundLauncher:
                         _binding(name, self.mode, pname, p.spec, width, a)  # raises
                     register_buffer(BufferBinding(a.handle, a.length // width, writable, pname,
                                                  a.shape, a.strides))
+                    if a.handle.offset:
+                        views = True
                     continue
                 if not isinstance(a, BufferArg) or a.length % width:
                     _binding(name, self.mode, pname, p.spec, width, a)  # raises
                 register_buffer(BufferBinding(a.handle, a.length // width, writable, pname))
+                if a.handle.offset:
+                    views = True
             elif kind == "scalar":
                 _, p, pname, skind, elem = step
                 if skind is f32 and type(a) is float:
@@ -437,11 +442,12 @@ class BoundLauncher:
             else:
                 raise LaunchError(f"launch of `{name}`: argument `{step[2]}` has no launchable "
                                   "type")
-        key = (cube_dim, tuple(sizes), tuple(comptimes))
+        alignment = self._views(name, launcher, plan, size_of, props) if views else 0
+        key = (cube_dim, tuple(sizes), tuple(comptimes), alignment)
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = KernelInstance(self.fn, self.mode, cube_dim, dict(types), size_of,
-                                    tuple(comptimes))
+                                    tuple(comptimes), alignment)
             self._kernels[key] = kernel
         bindings = launcher.launch(client, kernel, cube_count, name)
         if self._kinds is not None:  # keep it for the next launch with equal arguments
@@ -453,6 +459,50 @@ class BoundLauncher:
             memos = self._memos
             memos.insert(0, memo)
             del memos[MEMO_SIZE:]
+
+    def _views(self, name: str, launcher: KernelLauncher, plan: list[tuple[Any, ...]],
+               size_of: dict[str, int], props: Any) -> int:
+        """A launch with buffer views (seed 001's `(kernel_id, alignment)` key): the alignment
+        of their offsets — the lowest set bit of every view's offset, folded, at most the
+        device's binding alignment `A` — and, when it is below `A` (some view starts where a
+        buffer cannot be bound), the launch of a kernel compiled for it: each slice is bound
+        from its offset rounded down to `A` (runtime's `binding_start`), with the items before
+        the view added to its length and their count appended as a hidden u32 scalar, which
+        the kernel skips (`KernelInstance.define`). Returns the alignment in the key: 0 when
+        every view is bound where it starts (the kernel is the usual one)."""
+        bind = props.memory_alignment
+        align = bind
+        buffers = launcher.buffers
+        for b in buffers:
+            off = b.handle.offset
+            if off:
+                align = min(align, off & -off)
+        if align >= bind:
+            return 0
+        steps = [st for st in plan if st[0] == "buffer"]
+        hidden = []
+        for i, (b, st) in enumerate(zip(buffers, steps)):
+            skip = b.handle.offset % bind
+            if st[6]:  # a tensor is bound whole, with its strides: it cannot skip
+                if skip:
+                    raise LaunchError(
+                        f"launch of `{name}`: tensor `{b.name}` is a view starting {b.handle.offset} "
+                        f"bytes into its buffer, not a multiple of this device's binding alignment "
+                        f"({bind} bytes); start tensor views at a multiple of {bind}, or pass it "
+                        "as a Slice")
+                continue
+            width = st[3] if st[3] is not None else size_of[st[4]]
+            item = 4 * width
+            if skip % item:
+                raise LaunchError(
+                    f"launch of `{name}`: `{b.name}` is a view starting {b.handle.offset} bytes "
+                    f"into its buffer, which is not a whole number of its {item}-byte items; "
+                    f"start views of vec{width} items at multiples of {item} bytes")
+            buffers[i] = BufferBinding(b.handle, b.items + skip // item, b.writable, b.name,
+                                       b.shape, b.strides)
+            hidden.append(skip // item)
+        launcher.scalars.setdefault("u32", []).extend(hidden)
+        return align
 
     def _defined_types(self, name: str, plan: list[tuple[Any, ...]],
                        args: tuple[Any, ...]) -> dict[str, ScalarKind]:

@@ -87,6 +87,10 @@ def diff(a: KernelId, b: KernelId) -> list[str]:
                 out.append(f"cube_dim changed: {va} → {vb} (it is compiled into the kernel)")
             elif key == "type":
                 out.append(f"kernel type changed: {va} → {vb}")
+            elif key == "alignment":
+                out.append(f"buffer views' alignment changed: {va.replace('—', 'aligned')} → "
+                           f"{vb.replace('—', 'aligned')} (a view that starts off the binding "
+                           "alignment gets a kernel that skips to its start)")
             else:
                 out.append(f"`{label}` changed: {va} → {vb}")
     if not out and a.origin != b.origin:
@@ -105,6 +109,9 @@ _FIELD_MEANING = {
     "address_type": "index width used for addressing",
     "cube_dim": "units per cube; compiled into the kernel (@workgroup_size), so part of the key",
     "mode": "Checked for launch, Unchecked for launch_unchecked (the CheckedIo pass or not)",
+    "alignment": "the alignment of the launch's buffer views, when one starts off the device's "
+                 "binding alignment (the kernel then skips to each view's start itself); "
+                 "seed 001's cache key is (KernelId, alignment)",
 }
 
 

@@ -80,6 +80,8 @@ class DebugLog:
                 source, lang = event.extra_sources[self.target], self.target
             # a compile the persistent store served says so (a plain compile prints as the seed)
             origin = f"origin: {event.origin}\n" if event.origin != "compiled" else ""
+            if event.kernel_id.alignment:  # seed 001's cache key is (kernel_id, alignment)
+                origin = f"alignment: {event.kernel_id.alignment}\n" + origin
             self._write(
                 "[START_KERNEL_COMPILATION]\n"
                 f"name: {event.kernel_id.type}\n"

@@ -48,22 +48,37 @@ ELEM_BYTES = 4
 
 
 class Handle:
-    """Device memory: `id` (never reused), `size` in bytes, the owning device's id."""
+    """Device memory: `id` (never reused), `size` in bytes, the owning device's id; `offset`:
+    where a view (`offset_start` / `offset_end`) starts in its buffer's memory (0 for a
+    buffer itself)."""
 
     # weak-referenceable: the frontend's launch memo keeps handles weakly (never alive)
-    __slots__ = ("id", "size", "device_id", "released", "_release", "__weakref__")
+    __slots__ = ("id", "size", "device_id", "released", "_release", "offset", "__weakref__")
 
     def __init__(self, id: int, size: int, device_id: int) -> None:  # noqa: A002
         self.id = id
         self.size = size
         self.device_id = device_id
         self.released = False
+        self.offset = 0
         # set by the client once the device holds memory for it: posts "release #id"
         self._release: Callable[..., Any] | None = None
 
     @staticmethod
     def new(size: int, device_id: int) -> "Handle":
         return Handle(next(_ids), size, device_id)
+
+    def offset_start(self, nbytes: int) -> "HandleView":
+        """A view of this memory that starts `nbytes` later (CubeCL's `Handle::offset_start`):
+        the same buffer — the same id, failure state, stream and lifetime — seen from a later
+        byte. `nbytes` is a multiple of 4 (every element type is 4 bytes)."""
+        return HandleView(self, self.offset + _view_bytes(nbytes, self.size, "offset_start"),
+                          self.size - nbytes)
+
+    def offset_end(self, nbytes: int) -> "HandleView":
+        """A view of this memory that ends `nbytes` earlier (CubeCL's `Handle::offset_end`)."""
+        return HandleView(self, self.offset, self.size - _view_bytes(nbytes, self.size,
+                                                                     "offset_end"))
 
     def _free(self) -> None:
         """Release now (client.free / the end of a `with` block); see the module docstring."""
@@ -96,6 +111,60 @@ class Handle:
     def __repr__(self) -> str:
         gone = ", released" if self.released else ""
         return f"Handle(#{self.id}, {self.size} B, device {self.device_id}{gone})"
+
+
+def _view_bytes(nbytes: Any, size: int, what: str) -> int:
+    if not isinstance(nbytes, numbers.Integral) or isinstance(nbytes, bool) or nbytes < 0 \
+            or nbytes % ELEM_BYTES or nbytes > size:
+        raise ValueError(f"{what}({nbytes!r}): a byte count that is a multiple of "
+                         f"{ELEM_BYTES} and at most the handle's {size} bytes")
+    return int(nbytes)
+
+
+class HandleView(Handle):
+    """A view of another handle's memory (`offset_start` / `offset_end`): it names the same
+    buffer — everything the runtime keeps per buffer (failure state, the stream that last
+    touched it, its lifetime) is the buffer's — and differs only in where it starts (`offset`,
+    bytes into the buffer's memory) and its `size`. It keeps the buffer alive; it cannot be
+    freed itself, and it is released when the buffer is.
+
+    A launch binds a view where its memory is, so a view whose offset is not a multiple of the
+    device's binding alignment (`properties().memory_alignment`) compiles a kernel of its own:
+    the alignment is part of the KernelId (seed 001's `(kernel_id, alignment)` cache key; see
+    `frontend/launch.py`)."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, buffer: Handle, offset: int, size: int) -> None:  # noqa: D107
+        root = buffer._buffer if isinstance(buffer, HandleView) else buffer
+        object.__setattr__(self, "_buffer", root)
+        Handle.id.__set__(self, root.id)  # type: ignore[attr-defined]
+        Handle.size.__set__(self, size)  # type: ignore[attr-defined]
+        Handle.device_id.__set__(self, root.device_id)  # type: ignore[attr-defined]
+        Handle.offset.__set__(self, offset)  # type: ignore[attr-defined]
+        Handle._release.__set__(self, None)  # type: ignore[attr-defined]
+
+    @property  # type: ignore[override]
+    def released(self) -> bool:
+        return self._buffer.released
+
+    def _free(self) -> None:
+        raise ReleasedHandleError(
+            f"{self!r} is a view of {self._buffer!r}: free the buffer itself (client.free of "
+            "the handle the view was made from)")
+
+    def __repr__(self) -> str:
+        gone = ", released" if self.released else ""
+        return (f"Handle(#{self.id} [{self.offset}:{self.offset + self.size}], {self.size} B, "
+                f"device {self.device_id}{gone})")
+
+
+def binding_start(handle: Handle, alignment: int) -> int:
+    """Where a launch binds `handle` in its buffer's memory: its offset rounded down to the
+    device's binding alignment (wgpu binds a storage buffer only at such offsets). A launch
+    compiled for views of lower alignment skips the `handle.offset - binding_start` bytes in
+    the kernel (`frontend/launch.py`); for every other launch the two are equal."""
+    return handle.offset - handle.offset % alignment
 
 
 def refuse_released(handle: Handle, what: str) -> None:

@@ -134,14 +134,21 @@ class KernelId:
     # Digest of the kernel's source (and its helpers'): Python can redefine a function under the
     # same name (a re-run notebook cell), which Rust's type ids never do. Not printed.
     origin: str = field(default="", repr=False)
+    # The alignment of the launch's buffer views when some view starts off the device's binding
+    # alignment (0: every buffer is bound where it starts — the usual case): seed 001's cache
+    # key is `(kernel_id, alignment)`, and such a kernel skips to each view's start itself
+    # (frontend/launch.py). Printed by the debug log beside the KernelId, as the seed's pair.
+    alignment: int = 0
     _hash8: str = field(default="", compare=False, repr=False)
     _hash: int = field(default=0, compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        digest = hashlib.sha256((self.debug() + self.origin).encode()).hexdigest()[:8]
+        aligned = f"alignment: {self.alignment}" if self.alignment else ""
+        digest = hashlib.sha256((self.debug() + self.origin + aligned).encode()).hexdigest()[:8]
         object.__setattr__(self, "_hash8", digest)
         object.__setattr__(self, "_hash", hash((self.type, self.address_type, self.cube_dim,
-                                                 self.mode, self.info, self.origin)))
+                                                 self.mode, self.info, self.origin,
+                                                 self.alignment)))
 
     def __hash__(self) -> int:
         # Looked up on every launch (pipeline and bind-group caches): hashing the nested Info
@@ -181,10 +188,13 @@ class KernelId:
         }
         for k, v in self.info.fields:
             out[f"info.{k}"] = _debug(v, 0)
+        if self.alignment:
+            out["alignment"] = f"{self.alignment} bytes"
         return out
 
     def short(self) -> str:
-        return f"{self.type.rsplit('::', 1)[-1]}#{self.hash8}"
+        aligned = f"@{self.alignment}" if self.alignment else ""
+        return f"{self.type.rsplit('::', 1)[-1]}#{self.hash8}{aligned}"
 
 
 class CubeKernel(Protocol):

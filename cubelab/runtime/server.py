@@ -568,7 +568,7 @@ class Server:
                            for t in (self.target, *shown_targets(self.target.name)))
         return store_key(self.name, targets, self.device_fingerprint(),
                          options_key(self.options), kernel_id.debug(), kernel_id.origin,
-                         fingerprint())
+                         str(kernel_id.alignment), fingerprint())
 
     def _load(self, stored: dict[str, Any], kernel_id: KernelId, t0: float) -> "_Compiled":
         """A compile served by the store: its entry rebuilt, the pipeline built from its

@@ -52,7 +52,7 @@ from cubelab.runtime.cpu.lanes import MAX_LOOP_ITERATIONS, LaunchState
 from cubelab.runtime.cpu.memory import OOB_MODES, Mem, OobAccess
 from cubelab.runtime.cpu.plan import Plan
 from cubelab.runtime.cpu.trace import Tracer
-from cubelab.runtime.handle import Handle
+from cubelab.runtime.handle import Handle, binding_start
 from cubelab.runtime.kernel_id import KernelId
 from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
@@ -244,12 +244,13 @@ class CpuServer(Server):
         out = []
         for h in handles:
             self.slice_of(h, "read")
-            out.append(self.memory[h.id][: h.size].tobytes())
+            out.append(self.memory[h.id][h.offset: h.offset + h.size].tobytes())
         return out
 
     def write_bytes(self, handle: Handle, data: bytes) -> None:
         self.slice_of(handle, "write")
-        self.memory[handle.id][: len(data)] = np.frombuffer(data, dtype=np.uint8)
+        at = handle.offset  # a view writes where it starts
+        self.memory[handle.id][at: at + len(data)] = np.frombuffer(data, dtype=np.uint8)
 
     def sync(self) -> None:
         """Every dispatch ran to completion on this thread already."""
@@ -459,7 +460,7 @@ class CpuServer(Server):
         # Views are cached per (plan, buffers): binding costs ~15 µs, a quarter of a small
         # launch. A handle's memory never moves; a released handle's entries are dropped
         # (`forget_bindings`), so the cache never holds a released slice's view.
-        key = (id(plan), tuple((b.handle.id, b.items, getattr(b, "shape", None),
+        key = (id(plan), tuple((b.handle.id, b.handle.offset, b.items, getattr(b, "shape", None),
                                 getattr(b, "strides", None)) for b in bindings.buffers))
         mems = self._bound.get(key)
         if mems is None:
@@ -482,7 +483,10 @@ class CpuServer(Server):
             ty = item.value_ty if isinstance(item, Atomic) else item
             assert isinstance(ty, Ty)
             self.slice_of(b.handle, f"launch of `{definition.name}`")
-            store = self.memory[b.handle.id].view(sem.dtype_of(ty))
+            # a view binds from where its memory starts, rounded down to the binding alignment
+            # (as on wgpu): a kernel compiled for such a view skips the rest itself
+            start = binding_start(b.handle, self.properties.memory_alignment)
+            store = self.memory[b.handle.id][start:].view(sem.dtype_of(ty))
             if ty.width > 1:
                 store = store.reshape(-1, ty.width)
             view_ok = p.index not in plan.written and b.handle.id not in written_handles

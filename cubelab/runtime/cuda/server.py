@@ -49,7 +49,7 @@ from cubelab.compiler.targets import TARGETS
 from cubelab.errors import CompileError, DeviceError
 from cubelab.runtime import events as ev
 from cubelab.runtime.cuda.driver import CudaError, bindings, error_name, nvrtc_compile, ok
-from cubelab.runtime.handle import Handle
+from cubelab.runtime.handle import Handle, binding_start
 from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
@@ -199,7 +199,7 @@ class CudaServer(Server):
         ok(self._d.cuMemFree(storage), "cuMemFree")
 
     def place(self, handle: Handle, s: Slice, data: bytes | None, zero: bool) -> None:
-        ptr = s.page.storage + s.offset
+        ptr = s.page.storage + s.offset + handle.offset  # (a view writes where it starts)
         if data is not None:
             if data:
                 host = np.frombuffer(data, np.uint8)
@@ -213,8 +213,8 @@ class CudaServer(Server):
             s = self.slice_of(h, "read")
             host = np.empty(h.size, np.uint8)
             if h.size:
-                ok(self._d.cuMemcpyDtoH(host.ctypes.data, s.page.storage + s.offset, h.size),
-                   "cuMemcpyDtoH")
+                ok(self._d.cuMemcpyDtoH(host.ctypes.data, s.page.storage + s.offset + h.offset,
+                                        h.size), "cuMemcpyDtoH")
             out.append(host.tobytes())
         return out
 
@@ -315,9 +315,13 @@ class CudaServer(Server):
         slices = self.pool.slices
         name = entry.definition.name
         values = []
+        align = self.properties.memory_alignment
         for b in bindings.buffers:
             s = slices.get(b.handle.id) or self.slice_of(b.handle, f"launch of `{name}`")
-            values.append((s.page.storage + s.offset).to_bytes(8, "little"))
+            # a view is passed from its offset rounded down to the binding alignment, as on
+            # every runtime (handle.py `binding_start`)
+            start = binding_start(b.handle, align) if b.handle.offset else 0
+            values.append((s.page.storage + s.offset + start).to_bytes(8, "little"))
         info = entry.compiled.info.pack(bindings.scalars, bindings.lengths(),
                                         bindings.tensor_meta())
         guarded = entry.definition.loop_budget is not None

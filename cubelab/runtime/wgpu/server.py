@@ -55,7 +55,7 @@ from typing import Any
 from cubelab.compiler.targets import TARGETS
 from cubelab.errors import CompileError, DeviceError
 from cubelab.runtime import events as ev
-from cubelab.runtime.handle import Handle
+from cubelab.runtime.handle import Handle, binding_start
 from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
@@ -244,7 +244,8 @@ class WgpuServer(Server):
         self._empty_view = self.device.create_buffer(size=16, usage=self._usage)
         # a dynamic count whose page the dispatch also binds is copied here first (see above)
         self._indirect = self.device.create_buffer(size=16, usage=U.INDIRECT | U.COPY_DST)
-        self.init_memory(MemoryConfiguration(alignment=max(4, self.properties.memory_alignment)))
+        self._bind_alignment = max(4, self.properties.memory_alignment)
+        self.init_memory(MemoryConfiguration(alignment=self._bind_alignment))
         # The loop guard's status words: one slot per guarded launch since the last settle,
         # bound with a dynamic offset so the cached bind group serves every launch.
         self._guard_stride = max(256, self.properties.memory_alignment)
@@ -282,8 +283,8 @@ class WgpuServer(Server):
             raw = bytes(_pad4(handle.size))
         else:
             return
-        if raw:
-            self.queue.write_buffer(s.page.storage, s.offset, raw)
+        if raw:  # (a view writes where it starts)
+            self.queue.write_buffer(s.page.storage, s.offset + handle.offset, raw)
 
     def clear_cache(self, reason: str) -> None:
         # Bind groups are keyed by KernelId and made for one pipeline's layout; a KernelId
@@ -305,7 +306,7 @@ class WgpuServer(Server):
         out = []
         for h in handles:
             s = self.slice_of(h, "read")
-            data = self.queue.read_buffer(s.page.storage, s.offset, _pad4(h.size))
+            data = self.queue.read_buffer(s.page.storage, s.offset + h.offset, _pad4(h.size))
             out.append(bytes(data[: h.size]))
         return out
 
@@ -380,7 +381,8 @@ class WgpuServer(Server):
         # What is bound: the buffers' views and the info block's size (its content is the
         # launch's, at a dynamic offset), so launches that differ only in their scalars share
         # one group.
-        return (entry.kernel_id, tuple([(b.handle.id, b.items if b.shape is None else -1)
+        return (entry.kernel_id, tuple([(b.handle.id, b.handle.offset,
+                                         b.items if b.shape is None else -1)
                                         for b in bindings.buffers]),
                 len(self._info_bytes(entry, bindings)))
 
@@ -403,11 +405,14 @@ class WgpuServer(Server):
             # the student's other data, which an unguarded index must not reach — wgpu then
             # reads 0 and drops the write there, as past a handle's end. A tensor binds its
             # handle (its strides may reach anywhere in it). An empty view binds a scratch word.
-            view = _pad4(b.handle.size)
+            # A view binds from its offset rounded down to the binding alignment (handle.py
+            # `binding_start`); a kernel compiled for a lower alignment skips the difference.
+            start = binding_start(b.handle, self._bind_alignment)
+            view = _pad4(b.handle.offset - start + b.handle.size)
             if b.shape is None:
                 view = min(view, b.items * params[i].item.size)
-            resource = ({"buffer": s.page.storage, "offset": s.offset, "size": view} if view
-                        else {"buffer": self._empty_view, "offset": 0, "size": 16})
+            resource = ({"buffer": s.page.storage, "offset": s.offset + start, "size": view}
+                        if view else {"buffer": self._empty_view, "offset": 0, "size": 16})
             resources.append({"binding": i, "resource": resource})
         resources.append({"binding": len(buffers),
                           "resource": {"buffer": self._ring.buffer, "offset": 0, "size": size}})
