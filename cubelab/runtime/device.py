@@ -95,6 +95,12 @@ class Device:
                              before_call=self._before_call)
         factory = _server_factories[kind]
         self.server = self.runner.call(factory, self.bus)
+        warm_up = getattr(self.server, "warm_up", None)
+        if warm_up is not None and os.environ.get("CUBELAB_WARM_UP", "1") != "0":
+            # the driver's first-pipeline cost, paid on the device thread while the caller
+            # goes on (the server's `warm_up` says why); CUBELAB_WARM_UP=0 leaves it to the
+            # first launch
+            self.runner.submit(warm_up)
         # back-to-back identical launches reach the server as one run (runner.py)
         self.runner.gather_runs(self.server.launch, self.server.launch_run)
         self._client: Any = None

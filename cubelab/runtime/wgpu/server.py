@@ -124,6 +124,12 @@ def ensure_runtime_dir() -> None:
         os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="cubelab-xdg-")
 
 
+# The driver's warm-up kernel (`WgpuServer.warm_up`): one unit adds one to a word.
+_WARM_UP_WGSL = """
+@group(0) @binding(0) var<storage, read_write> word: array<u32>;
+@compute @workgroup_size(1) fn main() { word[0] = word[0] + 1u; }
+"""
+
 # Seconds each start-up step took in this process (`benchmarks/startup.py` reads them): importing
 # wgpu, requesting the adapter (the driver is loaded then), creating the device.
 STARTUP: dict[str, float] = {}
@@ -259,6 +265,35 @@ class WgpuServer(Server):
         self._async_errors: list[str] = []
         self._native = native_pass()
         _install_log_filter(self)
+
+    def warm_up(self) -> None:
+        """Make the driver ready to compile before the first kernel asks (the device thread
+        runs this right after the device is created, while the caller goes on). A driver pays
+        a start-up cost at the first pipeline of a process whatever its cache holds — lavapipe
+        initialises LLVM at its first dispatch, ~150 ms of CPU on this machine
+        (`benchmarks/startup.py`) — and that cost then falls in the time between making the
+        client and the first launch (a notebook's next cells) instead of on the first launch.
+        A tiny kernel of its own: no event, nothing cached, any error ignored."""
+        t0 = time.perf_counter()
+        try:
+            module = self.device.create_shader_module(code=_WARM_UP_WGSL)
+            pipeline = self.device.create_compute_pipeline(
+                layout="auto", compute={"module": module, "entry_point": "main"})
+            group = self.device.create_bind_group(
+                layout=pipeline.get_bind_group_layout(0),
+                entries=[{"binding": 0, "resource": {"buffer": self._barrier, "offset": 0,
+                                                     "size": 4}}])
+            encoder = self.device.create_command_encoder()
+            p = encoder.begin_compute_pass()
+            p.set_pipeline(pipeline)
+            p.set_bind_group(0, group)
+            p.dispatch_workgroups(1)
+            p.end()
+            self.queue.submit([encoder.finish()])
+            self.queue.read_buffer(self._barrier, 0, 4)
+        except Exception:  # noqa: BLE001 - a warm-up never fails anything
+            self.take_async_errors()
+        STARTUP.setdefault("warm-up", time.perf_counter() - t0)
 
     def device_fingerprint(self) -> str:
         """The properties plus the adapter's driver: a driver update may compile the same WGSL
