@@ -138,7 +138,7 @@ def scenario_env(base: Path, store: str, driver: str, fresh: int, warm_up: bool 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--runtime", default="wgpu", choices=["wgpu", "cpu"])
+    ap.add_argument("--runtime", default="wgpu", choices=["wgpu", "cpu", "cuda"])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", help="also write the rows as JSON here")
     args = ap.parse_args()
