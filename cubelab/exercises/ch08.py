@@ -194,8 +194,11 @@ def _capture_refusals(v: Any) -> CallsExercise:
         + "\n".join(f"# {i}. {n}" for i, n in enumerate(v.order, 1)),
         calls=lambda c: _capture_calls(c, v.order),
         error=CaptureError,
-        explanation="Each refusal raises at once *and* dooms the window: `stop_capture` lists it "
-        "instead of handing back a graph that quietly lacks it.",
+        explanation="Each refusal raises at once. A read, a sync or a profiled launch leaves "
+        "the recording as it was, so `stop_capture` still returns the graph and lists what it "
+        "rejected (`graph.refused`); a host copy dooms the window — the launches after it were "
+        "recorded to read data no graph can carry — so `stop_capture` fails instead of handing "
+        "back a graph that quietly lacks it.",
     )
 
 
