@@ -38,6 +38,15 @@ def work(client, x, t, y):
     inc.launch(client, *ONE, arg(y))                  # y += 1
 
 
+def warm_window(client):
+    """y = 2x run once (compiled, allocated), then a capture window opened on this thread."""
+    x, y = floats(client, np.arange(8)), floats(client, np.zeros(8))
+    scale.launch(client, *ONE, arg(x), arg(y), 2.0)
+    client.sync()
+    client.start_capture()
+    return x, y
+
+
 def test_a_replay_gives_the_same_results_as_the_launches_it_recorded(client):
     x = floats(client, np.arange(8))
     t, y = floats(client, np.zeros(8)), floats(client, np.zeros(8))
@@ -70,10 +79,7 @@ def test_a_replay_gives_the_same_results_as_the_launches_it_recorded(client):
 def test_a_read_sync_or_profile_is_rejected_on_the_spot_and_the_capture_goes_on(client, what):
     # CubeCL's wgpu_graph_read_rejected_while_recording: the refusal raises at once, nothing of
     # it is recorded, and stop_capture hands back the sound recording, listing the rejection
-    x, y = floats(client, np.arange(8)), floats(client, np.zeros(8))
-    scale.launch(client, *ONE, arg(x), arg(y), 2.0)
-    client.sync()
-    client.start_capture()
+    x, y = warm_window(client)
     scale.launch(client, *ONE, arg(x), arg(y), 3.0)
     with pytest.raises(CaptureError, match="refused inside a graph capture window.*the capture "
                                            "goes on"):
@@ -102,10 +108,7 @@ def test_a_read_sync_or_profile_is_rejected_on_the_spot_and_the_capture_goes_on(
 def test_a_host_write_inside_the_window_dooms_the_capture(client, what, listed):
     # CubeCL's wgpu_graph_write_rejected_while_recording: the launches after it were recorded
     # to read data a graph cannot carry, so stop_capture fails instead of a graph without it
-    x, y = floats(client, np.arange(8)), floats(client, np.zeros(8))
-    scale.launch(client, *ONE, arg(x), arg(y), 2.0)
-    client.sync()
-    client.start_capture()
+    x, y = warm_window(client)
     scale.launch(client, *ONE, arg(x), arg(y), 3.0)
     with pytest.raises(CaptureError, match="the capture is doomed"):
         if what == "write":
@@ -153,10 +156,7 @@ def test_a_launch_skipped_inside_the_window_dooms_the_capture(client):
 
 
 def test_a_second_start_capture_is_refused_and_leaves_the_open_one_as_it_was(client):
-    x, y = floats(client, np.arange(8)), floats(client, np.zeros(8))
-    scale.launch(client, *ONE, arg(x), arg(y), 2.0)
-    client.sync()
-    client.start_capture()
+    x, y = warm_window(client)
     scale.launch(client, *ONE, arg(x), arg(y), 5.0)
     with pytest.raises(CaptureError, match="already open"):
         client.start_capture()
