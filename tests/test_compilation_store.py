@@ -234,6 +234,21 @@ def test_the_store_stays_under_its_bound_evicting_the_least_recently_used(tmp_pa
     assert s.load(f"{0:064x}") is None and s.evicted > 0
 
 
+def test_the_store_and_the_driver_cache_folders_are_private(tmp_path, monkeypatch):
+    import stat
+
+    from cubelab.runtime.store import driver_cache_env
+
+    for name in ("MESA_SHADER_CACHE_DIR", "MESA_GLSL_CACHE_DIR", "__GL_SHADER_DISK_CACHE_PATH"):
+        monkeypatch.delenv(name, raising=False)  # (this session's device may have set them)
+    root = tmp_path / "fresh" / "cubelab"
+    env = driver_cache_env(root)
+    assert env["MESA_SHADER_CACHE_DIR"] == str(root / "mesa")
+    assert env["__GL_SHADER_DISK_CACHE_PATH"] == str(root / "nvidia")
+    for folder in (root, root / "mesa", root / "nvidia"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, folder
+
+
 def test_cubelab_cache_dir_off_turns_the_store_off(monkeypatch):
     monkeypatch.setenv("CUBELAB_CACHE_DIR", "off")
     assert cache_dir() is None and CompilationStore.open() is None

@@ -383,7 +383,9 @@ def driver_cache_env(root: Path | None = None) -> dict[str, str]:
     root = cache_dir() if root is None else root
     if root is None:
         return {}
-    out = {}
+    out: dict[str, str] = {}
+    if not _private_dir(root):  # made first, so its own mode is 0700 (not a parent's default)
+        return out
     if "MESA_SHADER_CACHE_DIR" not in os.environ and "MESA_GLSL_CACHE_DIR" not in os.environ:
         mesa = root / "mesa"
         if not _private_dir(mesa):  # Mesa makes only the last level; an unusable one: leave
