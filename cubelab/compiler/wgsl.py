@@ -37,6 +37,7 @@ from cubelab.compiler.base import (CodegenError, CompiledSource, InfoReads, Info
 from cubelab.compiler.spelling import (BINARY, COMPARE, LOGICAL, MATH_SAME, REMAINDER, UNARY,
                                        f32_bits, f32_digits)
 from cubelab.compiler.info import info_layout
+from cubelab.ir.analysis import bounds_tests
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op
 from cubelab.ir.passes import GUARD_BUDGET, GUARD_DRIVER
 from cubelab.ir.types import F32, U32, Array, Atomic, Pointer, RuntimeArray, Ty
@@ -69,6 +70,30 @@ _PLANE_REDUCE = {"sum": "subgroupAdd", "min": "subgroupMin", "max": "subgroupMax
                  "prod": "subgroupMul"}
 _PLANE_VOTE = {"all": "subgroupAll", "any": "subgroupAny"}
 _VECTOR_LOGICAL = {"arith.and": "&", "arith.or": "|"}
+
+# f32 `/` and `%` with IEEE-754's (and the CPU runtime's) edges, as module-scope functions. WGSL
+# lets a compiler assume floats are finite, and lavapipe does: a divisor it can prove zero — a
+# literal, a splat of one, a fresh local Array's item — made `x / 0.0` undefined and the store of
+# its value vanished, and `x % 0.0` folded to `x`. Every test here is on the bits, which no
+# finite-math assumption can fold: x / ±0 is ±inf by the signs (NaN for 0 / 0 and NaN / 0);
+# x % y is NaN for y = ±0, an infinite x or a NaN, and x for an infinite y (C's fmod).
+_FLOAT_HELPERS = {
+    "div": """fn {name}(x: {t}, y: {t}) -> {t} {{ // x / y, IEEE's edges spelled out
+    let bx = bitcast<{u}>(x);
+    let by = bitcast<{u}>(y);
+    let inf = bitcast<{t}>(((bx ^ by) & {u}(0x80000000u)) | {u}(0x7f800000u));
+    let undefined = ((bx & {u}(0x7fffffffu)) == {u}(0u)) | ((bx & {u}(0x7fffffffu)) > {u}(0x7f800000u));
+    let special = select(inf, bitcast<{t}>({u}(0x7fc00000u)), undefined);
+    return select(x / y, special, (by & {u}(0x7fffffffu)) == {u}(0u));
+}}""",
+    "rem": """fn {name}(x: {t}, y: {t}) -> {t} {{ // x % y as C's fmod, IEEE's edges spelled out
+    let ax = bitcast<{u}>(x) & {u}(0x7fffffffu);
+    let ay = bitcast<{u}>(y) & {u}(0x7fffffffu);
+    let r = select(x % y, x, ay == {u}(0x7f800000u));
+    let undefined = (ay == {u}(0u)) | (ax >= {u}(0x7f800000u)) | (ay > {u}(0x7f800000u));
+    return select(r, bitcast<{t}>({u}(0x7fc00000u)), undefined);
+}}""",
+}
 
 
 @functools.lru_cache(maxsize=256)
@@ -117,6 +142,11 @@ class _Emitter(InfoReads):
         # the kernel lines of the debug_print calls left out (None: an op with no location)
         self.dropped_prints: list[int | None] = []
         self.constants: dict[int, object] = {}  # value id -> the literal an arith.constant gave it
+        # the indices that may be out of range (`ir/analysis.py` bounds_tests), and for each
+        # pointer made from one the WGSL test that its item exists
+        self.bounds = bounds_tests(kernel)
+        self.inside: dict[int, str] = {}
+        self.helpers: dict[str, str] = {}  # module-scope functions the body calls, by name
         # scf.condition op -> the guard index of its scf.while (its exit sets the loop's flag)
         self._loop_guard: dict[int, object] = {}
         for op in kernel.walk():
@@ -175,21 +205,26 @@ class _Emitter(InfoReads):
     op_arith_add = op_arith_sub = op_arith_mul = _binary
 
     def op_arith_div(self, op: Op) -> None:
-        a, b = op.operands
-        zero = self.constants.get(b.id)
-        if op.result.type.elem.value != "f32" or zero is None or float(zero) != 0.0:  # type: ignore[union-attr, arg-type]
+        if op.result.type.elem.value != "f32" or self._nonzero(op.operands[1]):  # type: ignore[union-attr]
             self._binary(op)
             return
-        # WGSL lets a compiler assume floats are finite: naga + LLVM treat `x / 0.0` with a
-        # literal zero as undefined and lavapipe dropped every store of its value. Spell out
-        # the IEEE result the CPU runtime computes: ±inf by the signs, NaN for 0/0 and NaN/0.
-        ty = wgsl_type(op.result.type)
-        inf, nan = (f"{ty}({wgsl_literal(v, F32)})" for v in (math.inf, math.nan))
-        pos, neg = (inf, f"-{inf}")
-        if math.copysign(1.0, float(zero)) < 0:  # type: ignore[arg-type]  # x / -0.0
-            pos, neg = neg, pos
-        x, z = a.name, f"{ty}(0.0)"
-        self.let(op, f"select(select({pos}, {neg}, {x} < {z}), {nan}, ({x} != {x}) | ({x} == {z}))")
+        a, b = op.operands
+        self.let(op, f"{self._float_helper('div', op.result.type)}({a.name}, {b.name})")  # type: ignore[arg-type]
+
+    def _nonzero(self, v) -> bool:  # type: ignore[no-untyped-def]
+        """`v` is a finite non-zero literal, so IEEE's edges cannot meet it."""
+        c = self.constants.get(v.id)
+        return c is not None and math.isfinite(float(c)) and float(c) != 0.0  # type: ignore[arg-type]
+
+    def _float_helper(self, kind: str, ty: Ty) -> str:
+        """The name of the module-scope function that spells f32 `/` or `%` with IEEE's edges
+        (`_FLOAT_HELPERS`), emitted once per kernel and type."""
+        t = wgsl_type(ty)
+        name = f"ieee_{kind}_{t.replace('<', '_').replace('>', '')}"
+        if name not in self.helpers:
+            u = wgsl_type(Ty(U32.elem, ty.width))
+            self.helpers[name] = _FLOAT_HELPERS[kind].format(name=name, t=t, u=u)
+        return name
 
     op_arith_bitand = op_arith_bitor = op_arith_bitxor = _binary
 
@@ -205,13 +240,16 @@ class _Emitter(InfoReads):
 
     def op_arith_rem(self, op: Op) -> None:
         a, b = op.operands[0].name, op.operands[1].name
-        if op.result.type.elem.value == "i32":  # type: ignore[union-attr]
+        elem = op.result.type.elem.value  # type: ignore[union-attr]
+        if elem == "i32":
             # naga lowers a signed `%` to SPIR-V's OpSRem, which Vulkan leaves undefined for a
             # negative operand: NVIDIA returns the *unsigned* remainder (-7 % 2 == 1, found on
             # the H200; gfx-rs/wgpu#8191). WGSL's own definition, spelled out with the division
             # (well defined: x / 0 == x, MIN / -1 == MIN), gives the same answer everywhere.
             zero = f"{wgsl_type(op.result.type)}()"
             self.let(op, f"select({a} - {b} * ({a} / {b}), {zero}, {b} == {zero})")
+        elif elem == "f32":
+            self.let(op, f"{self._float_helper('rem', op.result.type)}({a}, {b})")  # type: ignore[arg-type]
         else:
             self.let(op, f"{a} {REMAINDER} {b}")
 
@@ -342,13 +380,46 @@ class _Emitter(InfoReads):
         r = op.result
         self.stmt(f"let {r.name} = &{self.place[base.id]}[{index.name}];", op.loc)
         self.place[r.id] = f"(*{r.name})"
+        test = self.bounds.get(r.id)
+        if test is not None:
+            # OPS' rule, spelled out: out of range, a load gives zero and a store or an atomic
+            # is dropped. Not left to the driver: lavapipe computes the byte offset in 32 bits
+            # (`x[2**30 + i]` read `x[i]`) and naga clamps a fixed-size array's index.
+            length = (self._static_meta(self.slots.length(op)) if test.length is None
+                      else f"{test.length}u")
+            self.inside[r.id] = f"{index.name} < {length}"
+
+    def _tested(self, op: Op, expr: str) -> str:
+        """A read through operand 0: `expr`, or zero where the item does not exist."""
+        test = self.inside.get(op.operands[0].id)
+        if test is None:
+            return expr
+        return f"select({wgsl_type(op.result.type)}(), {expr}, {test})"
+
+    def _write(self, op: Op, stmt: str) -> None:
+        """A write through operand 0, dropped where the item does not exist."""
+        test = self.inside.get(op.operands[0].id)
+        self.stmt(stmt if test is None else f"if {test} {{ {stmt} }}", op.loc)
+
+    def _update(self, op: Op, expr: str) -> None:
+        """An atomic update through operand 0 whose old value is its result: dropped (the
+        result zero) where the item does not exist."""
+        test = self.inside.get(op.operands[0].id)
+        if test is None:
+            self.let(op, expr)
+            return
+        r = op.result
+        ty = wgsl_type(r.type)
+        self.stmt(f"var o{r.id}: {ty};", op.loc)
+        self.stmt(f"if {test} {{ o{r.id} = {expr}; }}", op.loc)
+        self.let(op, f"o{r.id}")
 
     def op_memory_load(self, op: Op) -> None:
-        self.let(op, self.place[op.operands[0].id])
+        self.let(op, self._tested(op, self.place[op.operands[0].id]))
 
     def op_memory_store(self, op: Op) -> None:
         ptr, value = op.operands
-        self.stmt(f"{self.place[ptr.id]} = {value.name};", op.loc)
+        self._write(op, f"{self.place[ptr.id]} = {value.name};")
 
     def op_var_declare(self, op: Op) -> None:
         r = op.result
@@ -368,23 +439,23 @@ class _Emitter(InfoReads):
         self.stmt("storageBarrier();", op.loc)
 
     def op_sync_uniform_load(self, op: Op) -> None:
-        self.let(op, f"workgroupUniformLoad(&{self.place[op.operands[0].id]})")
+        self.let(op, self._tested(op, f"workgroupUniformLoad(&{self.place[op.operands[0].id]})"))
 
     def op_atomic_load(self, op: Op) -> None:
-        self.let(op, f"atomicLoad(&{self.place[op.operands[0].id]})")
+        self.let(op, self._tested(op, f"atomicLoad(&{self.place[op.operands[0].id]})"))
 
     def op_atomic_store(self, op: Op) -> None:
         ptr, value = op.operands
-        self.stmt(f"atomicStore(&{self.place[ptr.id]}, {value.name});", op.loc)
+        self._write(op, f"atomicStore(&{self.place[ptr.id]}, {value.name});")
 
     def op_atomic_rmw(self, op: Op) -> None:
         ptr, value = op.operands
-        self.let(op, f"{_RMW[op.attrs['kind']]}(&{self.place[ptr.id]}, {value.name})")
+        self._update(op, f"{_RMW[op.attrs['kind']]}(&{self.place[ptr.id]}, {value.name})")
 
     def op_atomic_cas(self, op: Op) -> None:
         ptr, cmp, new = op.operands
-        self.let(op, f"atomicCompareExchangeWeak(&{self.place[ptr.id]}, {cmp.name}, "
-                     f"{new.name}).old_value")
+        self._update(op, f"atomicCompareExchangeWeak(&{self.place[ptr.id]}, {cmp.name}, "
+                         f"{new.name}).old_value")
 
     # -- plane (subgroup) ops -----------------------------------------------------------------
     def op_plane_reduce(self, op: Op) -> None:
@@ -555,6 +626,7 @@ def compile_wgsl(kernel: KernelDefinition) -> CompiledSource:
     if e.shared_names:
         e.line("", 0)
     x, y, z = kernel.cube_dim
+    head = len(e.lines)  # the helpers the body calls go here, once the body is written
     e.line(f"@compute @workgroup_size({x}, {y}, {z})", 0)
     e.line(
         f"fn {kernel.entry}(@builtin(workgroup_id) workgroup_id: vec3<u32>, "
@@ -572,9 +644,17 @@ def compile_wgsl(kernel: KernelDefinition) -> CompiledSource:
     _zero_shared(e, kernel)
     e.block(kernel.body)
     e.line("}", 0)
+    if e.helpers:
+        _insert_lines(e, head, "\n\n".join(e.helpers.values()).splitlines() + [""])
     notices = (dropped_print_notice(kernel.name, e.dropped_prints),) if e.dropped_prints else ()
     return CompiledSource("wgsl", kernel.entry, "\n".join(e.lines) + "\n", e.info, e.line_map,
                           notices)
+
+
+def _insert_lines(e: _Emitter, at: int, lines: list[str]) -> None:
+    """Put `lines` before line `at` (0-based), moving the line map down with them."""
+    e.lines[at:at] = lines
+    e.line_map = {(n + len(lines) if n > at else n): loc for n, loc in e.line_map.items()}
 
 
 def _zero_shared(e: _Emitter, kernel: KernelDefinition) -> None:

@@ -35,6 +35,7 @@ from cubelab.frontend.operands import (
     describe,
     error,
     index_value,
+    is_py,
     item_value,
     meet,
     read,
@@ -123,6 +124,8 @@ def element_ptr(s: Scope, obj: Indexable, idx: Any) -> tuple[Value, Ty | Atomic]
         i = index_value(s, idx)
         shifted = s.emit("arith.add", [obj.start, i], U32)
         return element_ptr(s, obj.base, RV(shifted))
+    if isinstance(obj, ArrayRef):
+        _refuse_comptime_out_of_range(s, obj, read(s, idx), obj.length, "")
     i = index_value(s, idx)
     arr = _pointee_array(obj)
     item = arr.item
@@ -133,6 +136,15 @@ def element_ptr(s: Scope, obj: Indexable, idx: Any) -> tuple[Value, Ty | Atomic]
         space = obj.ptr.type.space  # type: ignore[union-attr]
         ptr = s.emit("memory.index", [obj.ptr, i], Pointer(item, space))
     return ptr, item
+
+
+def _refuse_comptime_out_of_range(s: Scope, obj: ArrayRef, i: Any, n: int, axis: str) -> None:
+    """A comptime index past a local or shared array's end is a mistake found at expansion,
+    not an access that reads 0 at run time (a runtime one does: docs/language.md)."""
+    if is_py(i) and not isinstance(i, bool) and isinstance(i, int) and i >= n:
+        shape = f" of shape {obj.shape}" if obj.shape else f" of {obj.length} items"
+        raise error(s, f"index {i}{axis} is out of range for the {obj.name}{shape}",
+                    f"indices{axis} run from 0 to {n - 1}")
 
 
 def flat_index(s: Scope, obj: Indexable, idx: tuple[Any, ...]) -> Value:
@@ -150,6 +162,8 @@ def flat_index(s: Scope, obj: Indexable, idx: tuple[Any, ...]) -> Value:
         if n != len(obj.shape):
             raise error(s, f"{n} indices into the {obj.name} of shape {obj.shape}",
                         f"give one index per axis: {len(obj.shape)} of them")
+        for axis, (i, d) in enumerate(zip(idx, obj.shape)):
+            _refuse_comptime_out_of_range(s, obj, read(s, i), d, f" on axis {axis}")
         flat = index_value(s, idx[0])
         for i, d in zip(idx[1:], obj.shape[1:]):
             flat = s.emit("arith.add", [s.emit("arith.mul", [flat, const(s, d, U32)], U32),

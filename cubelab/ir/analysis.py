@@ -30,7 +30,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import NamedTuple
 
-from cubelab.ir.core import OPS, KernelDefinition, Op
+from cubelab.ir.core import OPS, KernelDefinition, Op, Value
+from cubelab.ir.types import U32
 
 
 class Effect(Enum):
@@ -165,3 +166,84 @@ def buffer_io(kernel: KernelDefinition, ops: list[Op] | None = None) -> tuple[Bu
 def written_buffers(kernel: KernelDefinition, ops: list[Op] | None = None) -> set[int]:
     """Binding indices of the buffers the IR writes (stores or atomic updates)."""
     return {i for i, io in enumerate(buffer_io(kernel, ops)) if io.writable}
+
+
+class BoundsTest(NamedTuple):
+    """An index a target must test before it touches memory through the pointer (OPS'
+    `memory.index` rule: out of range, a load gives zero and a store or atomic is dropped).
+    `length` is a local or shared array's item count, or None for a global buffer, whose
+    length is its `buffer.len` (the info block's word for the binding)."""
+
+    index: Value
+    length: int | None
+
+
+def bounds_tests(kernel: KernelDefinition, ops: list[Op] | None = None) -> dict[int, BoundsTest]:
+    """For every `memory.index` whose index may be out of range, keyed by its result id, the
+    test a target spells before each access through that pointer.
+
+    Contract: the answer is the one home of "which accesses need a bounds test" for every
+    target that cannot lean on its driver (WGSL: lavapipe computes a byte offset in 32 bits,
+    so an index >= 2^30 wraps back into the buffer, and naga clamps fixed-size arrays; CUDA C++
+    has no robust access at all). The CPU runtime tests every index itself. No test is needed
+    where the index is provably in range: CheckedIo clamped it (`clamped`), it is a constant
+    below a fixed array's length, or the access sits inside `if i < x.len():` (or `i < n` for
+    an array of n items) on the same index value and array — the guard a kernel is taught to
+    write, so the common kernel pays nothing.
+    """
+    defs: dict[int, Op] = {}
+    for op in all_ops(kernel) if ops is None else ops:
+        for r in op.results:
+            defs[r.id] = op
+    out: dict[int, BoundsTest] = {}
+    # A fact `(bound, index id)`: the u32 value `index` is below `bound` here — a buffer's
+    # length (bound = the buffer value's id, as a str) or an int.
+    Fact = tuple[int | str, int]
+
+    def facts_of(cond: Value, facts: set[Fact]) -> None:
+        op = defs.get(cond.id)
+        if op is None:
+            return
+        if op.name == "arith.and":
+            for c in op.operands:
+                facts_of(c, facts)
+            return
+        if op.name != "arith.cmp" or op.attrs.get("pred") not in ("lt", "gt"):
+            return
+        small, big = op.operands if op.attrs["pred"] == "lt" else op.operands[::-1]
+        if small.type != U32:
+            return
+        bound = defs.get(big.id)
+        if bound is not None and bound.name == "buffer.len":
+            facts.add((str(bound.operands[0].id), small.id))
+        elif bound is not None and bound.name == "arith.constant":
+            facts.add((int(bound.attrs["value"]), small.id))
+
+    def in_range(base: Value, index: Value, facts: frozenset[Fact]) -> bool:
+        length = getattr(getattr(base.type, "pointee", None), "length", None)
+        if length is None:  # a global buffer: in range under `if i < x.len():`
+            return (str(base.id), index.id) in facts
+        const = defs.get(index.id)
+        if const is not None and const.name == "arith.constant":
+            return 0 <= int(const.attrs["value"]) < length
+        return any(isinstance(b, int) and b <= length and i == index.id for b, i in facts)
+
+    def walk(block_ops: list[Op], facts: frozenset[Fact]) -> None:
+        for op in block_ops:
+            if op.name == "memory.index" and not op.attrs.get("clamped"):
+                base, index = op.operands
+                if not in_range(base, index, facts):
+                    length = getattr(getattr(base.type, "pointee", None), "length", None)
+                    out[op.result.id] = BoundsTest(index, length)
+            if op.name == "scf.if":
+                inner: set[Fact] = set()
+                facts_of(op.operands[0], inner)
+                walk(op.regions[0].ops, facts | inner)
+                for region in op.regions[1:]:
+                    walk(region.ops, facts)
+            else:
+                for region in op.regions:
+                    walk(region.ops, facts)
+
+    walk(kernel.body.ops, frozenset())
+    return out

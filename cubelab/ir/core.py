@@ -116,8 +116,14 @@ OPS: dict[str, str] = {
     # -- memory -------------------------------------------------------------------------------
     "memory.index": "a pointer to item `index` (u32) of the array behind `base` (a pointer to an "
                     "Array or RuntimeArray in any space; attr checked: CheckedIo clamps global "
-                    "ones). Out of range in Unchecked mode: unspecified (wgpu reads 0 and drops "
-                    "writes); kernels must not rely on it",
+                    "ones under checked_io='fixed'). An index still out of range (>= the "
+                    "buffer's buffer.len, or the array's length; any u32, 2**30 and past "
+                    "included) makes every access through the pointer robust: a load "
+                    "(memory.load, atomic.load, sync.uniform_load) gives zero, a store or atomic "
+                    "is dropped (an atomic's old value is zero). Every target spells the test "
+                    "out where ir.analysis.bounds_tests asks for one, never trusting a driver "
+                    "(lavapipe wraps byte offsets at 2**32, naga clamps fixed-size arrays, CUDA "
+                    "faults)",
     "memory.load": "the value behind a pointer (not an atomic one: use atomic.load)",
     "memory.store": "store a value behind a pointer (operands [pointer, value])",
     "var.declare": "a unit-private local (function space); result is a pointer to its pointee: "

@@ -1,0 +1,208 @@
+"""The two runtimes never disagree: the same value or the same clear error (#28's N-items).
+
+Each test is a one-line repro that gave wgpu (lavapipe) and the CPU runtime different answers,
+pinned on both through the `client` fixture: indices at or past 2^30 items (lavapipe computed the
+byte offset in 32 bits and wrapped back into the buffer), runtime indices past a local or shared
+array (naga clamped them), comptime ones (refused), and zero divisors a driver can fold (a
+vector splat, a fresh local `Array`, `x % 0.0`)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import numpy as np
+import pytest
+
+from cubelab import BufferArg, CubeCount, CubeDim
+from cubelab.errors import BufferFailure, KernelSourceError
+from cubelab.prelude import (ABSOLUTE_POS, UNIT_POS, Array, Atomic, SharedMemory, Slice, SliceMut,
+                             Vector, cube, f32, sync_cube, u32)
+
+ONE = CubeCount.Static(1)
+FAR = 2**30  # the first item index whose f32 byte offset no longer fits 32 bits
+
+
+def up(client, kind, values):  # type: ignore[no-untyped-def]
+    arr = np.asarray(values, kind.dtype)
+    return BufferArg.from_raw_parts(client.create_from_slice(kind.as_bytes(arr)), arr.size)
+
+
+def read(client, kind, arg):  # type: ignore[no-untyped-def]
+    return kind.from_bytes(client.read_one(arg.handle))[: arg.length]
+
+
+@contextmanager
+def fixed_rule(client) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    client.set_compilation_options(checked_io="fixed")
+    try:
+        yield
+    finally:
+        client.set_compilation_options(checked_io="cubecl-0.11.3")
+
+
+# -- N1: an index at or past 2^30 items ----------------------------------------------------------
+@cube(launch=True, launch_unchecked=True)
+def far_read(x: Slice[f32], out: SliceMut[f32], offset: u32):
+    out[ABSOLUTE_POS] = x[offset + ABSOLUTE_POS]
+
+
+@cube(launch=True, launch_unchecked=True)
+def far_write(x: Slice[f32], out: SliceMut[f32], offset: u32):
+    out[offset + ABSOLUTE_POS] = x[ABSOLUTE_POS]
+
+
+@cube(launch=True)
+def far_atomic(h: SliceMut[Atomic[u32]], old: SliceMut[u32]):
+    old[ABSOLUTE_POS] = h[u32(FAR) + ABSOLUTE_POS].fetch_add(u32(5))
+
+
+@pytest.mark.parametrize("offset", [FAR, FAR + 3, 2**31, 2**32 - 4])
+def test_a_read_at_or_past_2_30_items_gives_zero_it_never_wraps_into_the_buffer(client, offset):  # type: ignore[no-untyped-def]
+    x, out = up(client, f32, [1, 2, 3, 4]), up(client, f32, [9] * 4)
+    far_read.launch_unchecked(client, ONE, CubeDim.new_1d(4), x, out, offset)
+    np.testing.assert_array_equal(read(client, f32, out), [0, 0, 0, 0])
+
+
+@pytest.mark.parametrize("offset", [FAR, 2**31 + 1])
+def test_a_write_at_or_past_2_30_items_is_dropped_it_never_lands_in_the_buffer(client, offset):  # type: ignore[no-untyped-def]
+    x, out = up(client, f32, [1, 2, 3, 4]), up(client, f32, [9] * 4)
+    far_write.launch(client, ONE, CubeDim.new_1d(4), x, out, offset)
+    np.testing.assert_array_equal(read(client, f32, out), [9, 9, 9, 9])
+
+
+def test_an_atomic_at_2_30_items_is_dropped_and_returns_zero(client):  # type: ignore[no-untyped-def]
+    h, old = up(client, u32, [1, 2]), up(client, u32, [7, 7])
+    far_atomic.launch(client, ONE, CubeDim.new_1d(2), h, old)
+    np.testing.assert_array_equal(read(client, u32, h), [1, 2])
+    np.testing.assert_array_equal(read(client, u32, old), [0, 0])
+
+
+def test_under_the_fixed_rule_a_far_index_is_clamped_to_the_last_item(client):  # type: ignore[no-untyped-def]
+    with fixed_rule(client):
+        x, out = up(client, f32, [1, 2, 3, 4]), up(client, f32, [9] * 4)
+        far_read.launch(client, ONE, CubeDim.new_1d(4), x, out, FAR)
+        np.testing.assert_array_equal(read(client, f32, out), [4, 4, 4, 4])
+        far_write.launch(client, ONE, CubeDim.new_1d(1), x, out, FAR)
+        np.testing.assert_array_equal(read(client, f32, out), [4, 4, 4, 1])
+        # the rule is Checked's: an unchecked launch still reads zero
+        far_read.launch_unchecked(client, ONE, CubeDim.new_1d(4), x, out, FAR)
+        np.testing.assert_array_equal(read(client, f32, out), [0, 0, 0, 0])
+
+
+# -- N2: local Array and SharedMemory out of range -----------------------------------------------
+@cube(launch=True)
+def local_past_end(step: u32, out: SliceMut[f32]):
+    a = Array[f32](6)
+    for k in range(6):
+        a[k] = f32(k + 1)
+    a[u32(6) + step * ABSOLUTE_POS] = f32(100.0)  # never lands (and never in item 5)
+    out[ABSOLUTE_POS] = a[u32(4) + step * ABSOLUTE_POS]
+
+
+@cube(launch=True)
+def shared_past_end(step: u32, out: SliceMut[f32]):
+    s = SharedMemory[f32]((2, 4))
+    s[0, UNIT_POS % u32(4)] = f32(UNIT_POS + u32(1))
+    s[1, UNIT_POS % u32(4)] = f32(UNIT_POS + u32(11))
+    sync_cube()
+    s[u32(2), step * UNIT_POS] = f32(100.0)  # row 2 does not exist
+    sync_cube()
+    out[UNIT_POS] = s[u32(1), u32(2) + step * UNIT_POS]
+
+
+def test_a_runtime_index_past_a_local_array_reads_zero_and_drops_the_write(client):  # type: ignore[no-untyped-def]
+    out = up(client, f32, [9] * 4)
+    local_past_end.launch(client, ONE, CubeDim.new_1d(4), 1, out)
+    np.testing.assert_array_equal(read(client, f32, out), [5, 6, 0, 0])
+
+
+def test_a_runtime_index_past_shared_memory_reads_zero_and_drops_the_write(client):  # type: ignore[no-untyped-def]
+    out = up(client, f32, [9] * 4)
+    shared_past_end.launch(client, ONE, CubeDim.new_1d(4), 1, out)
+    np.testing.assert_array_equal(read(client, f32, out), [13, 14, 0, 0])
+
+
+def test_the_fixed_rule_clamps_global_buffers_only_local_arrays_still_read_zero(client):  # type: ignore[no-untyped-def]
+    with fixed_rule(client):
+        out = up(client, f32, [9] * 4)
+        local_past_end.launch(client, ONE, CubeDim.new_1d(4), 1, out)
+        np.testing.assert_array_equal(read(client, f32, out), [5, 6, 0, 0])
+
+
+@cube(launch=True)
+def comptime_past_rows(out: SliceMut[f32]):
+    a = Array[f32]((2, 3))
+    out[0] = a[2, 0]
+
+
+@cube(launch=True)
+def comptime_past_end(out: SliceMut[f32]):
+    s = SharedMemory[f32](8)
+    s[8] = f32(1.0)
+
+
+@pytest.mark.parametrize("kernel, says", [
+    (comptime_past_rows, r"index 2 on axis 0 is out of range for the local array of shape "
+                         r"\(2, 3\)(.|\n)*hint: indices on axis 0 run from 0 to 1"),
+    (comptime_past_end, r"index 8 is out of range for the shared memory of 8 items"
+                        r"(.|\n)*hint: indices run from 0 to 7"),
+], ids=["rows", "flat"])
+def test_a_comptime_index_past_a_local_or_shared_array_is_refused_with_a_caret(client, kernel, says):  # type: ignore[no-untyped-def]
+    out = up(client, f32, [9])
+    kernel.launch(client, ONE, CubeDim.new_1d(1), out)
+    with pytest.raises(BufferFailure) as info:
+        client.read_one(out.handle)
+    cause = info.value.cause
+    assert isinstance(cause, KernelSourceError)
+    assert cause.line > 0 and "^" in str(cause)
+    assert __import__("re").search(says, str(cause))
+    del info
+
+
+# -- N3: zero divisors a driver can fold ---------------------------------------------------------
+@cube(launch=True)
+def vector_by_zero(x: Slice[Vector[f32, 4]], out: SliceMut[Vector[f32, 4]]):
+    out[ABSOLUTE_POS] = x[ABSOLUTE_POS] / Vector.new(f32(0.0))
+
+
+@cube(launch=True)
+def by_fresh_array(x: Slice[f32], out: SliceMut[f32]):
+    a = Array[f32](2)
+    out[ABSOLUTE_POS] = x[ABSOLUTE_POS] / a[0]
+
+
+@cube(launch=True)
+def remainders(x: Slice[f32], out: SliceMut[f32]):
+    i = ABSOLUTE_POS
+    out[4 * i] = x[i] % f32(0.0)
+    out[4 * i + 1] = x[i] % f32(float("inf"))
+    out[4 * i + 2] = f32(float("inf")) % (x[i] + f32(1.0))
+    out[4 * i + 3] = x[i] % f32(1.5)
+
+
+X = [1.0, -2.0, 0.0, -0.0, np.inf, np.nan, 3.5, -7.25]
+IEEE_DIV = [np.inf, -np.inf, np.nan, np.nan, np.inf, np.nan, np.inf, -np.inf]
+
+
+def test_a_vector_divided_by_a_splat_of_zero_gives_the_ieee_result(client):  # type: ignore[no-untyped-def]
+    x, out = up(client, f32, X), up(client, f32, [9] * 8)
+    vector_by_zero.launch(client, ONE, CubeDim.new_1d(2), x, out)
+    np.testing.assert_array_equal(read(client, f32, out), IEEE_DIV)
+
+
+def test_a_divisor_read_from_a_fresh_local_array_gives_the_ieee_result(client):  # type: ignore[no-untyped-def]
+    x, out = up(client, f32, X), up(client, f32, [9] * 8)
+    by_fresh_array.launch(client, ONE, CubeDim.new_1d(8), x, out)
+    np.testing.assert_array_equal(read(client, f32, out), IEEE_DIV)
+
+
+def test_a_float_remainder_follows_c_fmod_at_zero_and_infinity(client):  # type: ignore[no-untyped-def]
+    x, out = up(client, f32, X), up(client, f32, [9] * 32)
+    remainders.launch(client, ONE, CubeDim.new_1d(8), x, out)
+    xs = np.asarray(X, np.float32)
+    with np.errstate(all="ignore"):
+        want = np.stack([np.fmod(xs, np.float32(0)), np.fmod(xs, np.float32(np.inf)),
+                         np.fmod(np.float32(np.inf), xs + np.float32(1)),
+                         np.fmod(xs, np.float32(1.5))], axis=1).ravel()
+    np.testing.assert_array_equal(read(client, f32, out), want)
