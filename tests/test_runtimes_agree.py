@@ -1,10 +1,12 @@
 """The two runtimes never disagree: the same value or the same clear error (#28's N-items).
 
-Each test is a one-line repro that gave wgpu (lavapipe) and the CPU runtime different answers,
-pinned on both through the `client` fixture: indices at or past 2^30 items (lavapipe computed the
-byte offset in 32 bits and wrapped back into the buffer), runtime indices past a local or shared
-array (naga clamped them), comptime ones (refused), and zero divisors a driver can fold (a
-vector splat, a fresh local `Array`, `x % 0.0`)."""
+Each test is a one-line repro that gave wgpu (lavapipe) and the CPU runtime different answers, or
+a wrong answer on both, pinned on both through the `client` fixture: indices at or past 2^30
+items (lavapipe computed the byte offset in 32 bits and wrapped back into the buffer), runtime
+indices past a local or shared array (naga clamped them), comptime ones (refused), zero divisors
+a driver can fold (a vector splat, a fresh local `Array`, `x % 0.0`), a tensor indexed with
+another number of indices than its rank, arrays of what no kernel type holds, and allocations
+and bindings over the device's limits."""
 
 from __future__ import annotations
 
@@ -15,9 +17,9 @@ import numpy as np
 import pytest
 
 from cubelab import BufferArg, CubeCount, CubeDim
-from cubelab.errors import BufferFailure, KernelSourceError
+from cubelab.errors import BufferFailure, KernelSourceError, ResourceError
 from cubelab.prelude import (ABSOLUTE_POS, UNIT_POS, Array, Atomic, SharedMemory, Slice, SliceMut,
-                             Vector, cube, f32, sync_cube, u32)
+                             Tensor, TensorArg, Vector, cube, f32, sync_cube, u32)
 
 ONE = CubeCount.Static(1)
 FAR = 2**30  # the first item index whose f32 byte offset no longer fits 32 bits
@@ -206,3 +208,85 @@ def test_a_float_remainder_follows_c_fmod_at_zero_and_infinity(client):  # type:
                          np.fmod(np.float32(np.inf), xs + np.float32(1)),
                          np.fmod(xs, np.float32(1.5))], axis=1).ravel()
     np.testing.assert_array_equal(read(client, f32, out), want)
+
+
+# -- N6: a tensor indexed with more (or fewer) indices than its rank -----------------------------
+@cube(launch=True)
+def pick2(t: Tensor[f32], out: SliceMut[f32]):
+    out[ABSOLUTE_POS] = t[ABSOLUTE_POS, 1]
+
+
+@cube(launch=True)
+def pick3(t: Tensor[f32], out: SliceMut[f32]):
+    out[ABSOLUTE_POS] = t[ABSOLUTE_POS, 1, 0]
+
+
+def tensor(client, shape, strides):  # type: ignore[no-untyped-def]
+    data = np.arange(16, dtype=np.float32)
+    return TensorArg.from_raw_parts(client.create_from_slice(f32.as_bytes(data)), shape, strides)
+
+
+@pytest.mark.parametrize("kernel, shape, strides, n, rank", [
+    (pick2, (16,), (1,), 2, 1), (pick3, (4, 4), (4, 1), 3, 2), (pick2, (2, 2, 4), (8, 4, 1), 2, 3)],
+    ids=["2-on-rank-1", "3-on-rank-2", "2-on-rank-3"])
+def test_indexing_a_tensor_with_another_number_of_indices_than_its_rank_fails_the_launch(
+        client, kernel, shape, strides, n, rank):  # type: ignore[no-untyped-def]
+    out = up(client, f32, [9] * 2)
+    kernel.launch(client, ONE, CubeDim.new_1d(2), tensor(client, shape, strides), out)
+    with pytest.raises(BufferFailure) as info:
+        client.read_one(out.handle)
+    cause = info.value.cause
+    del info
+    assert isinstance(cause, KernelSourceError) and "^" in str(cause)
+    assert f"with {n} indices, but this launch's TensorArg has rank {rank}" in str(cause)
+    assert "hint: pass a TensorArg of rank" in str(cause)
+    # the same kernel with a tensor of the right rank runs
+    right = tensor(client, (4, 4) if n == 2 else (2, 2, 4), (4, 1) if n == 2 else (8, 4, 1))
+    kernel.launch(client, ONE, CubeDim.new_1d(2), right, out)
+    np.testing.assert_array_equal(read(client, f32, out), [1, 5] if n == 2 else [4, 12])
+
+
+# -- N7: arrays of what no kernel type holds -----------------------------------------------------
+@pytest.mark.parametrize("array", [np.zeros(2, np.complex64), np.array(["ab", "cd"]),
+                                   np.array([object(), 1]), np.zeros(2, "datetime64[s]"),
+                                   np.zeros(2, "timedelta64[s]"), np.zeros(1, "i4,f4")],
+                         ids=["complex64", "unicode", "object", "datetime64", "timedelta64",
+                              "record"])
+def test_create_from_slice_and_write_refuse_arrays_no_kernel_type_holds(client, array):  # type: ignore[no-untyped-def]
+    with pytest.raises(TypeError, match="no kernel type holds(.|\n)*hint: "):
+        client.create_from_slice(array)
+    h = client.create_from_slice(np.zeros(8, np.float32))
+    with pytest.raises(TypeError, match="no kernel type holds(.|\n)*hint: "):
+        client.write(h, array)
+    assert client.read_one(h) == bytes(32)  # nothing was written
+
+
+# -- N11: allocations and bindings over the device's limits --------------------------------------
+def test_an_allocation_over_the_buffer_limit_is_refused_the_same_way_on_both_runtimes(client):  # type: ignore[no-untyped-def]
+    limit = client.properties().max_buffer_size
+    assert limit is not None and limit >= 2**31 - 1
+    for ask in (client.zeros, client.empty):
+        with pytest.raises(ResourceError, match=r"a buffer holds at most \d+ bytes on this device"
+                                                r"(.|\n)*hint: split the data"):
+            ask(2**34)
+    assert client.memory_usage().bytes_in_use < 2**31
+
+
+@cube(launch=True)
+def touch_all(x: SliceMut[f32]):
+    if ABSOLUTE_POS < x.len():
+        x[ABSOLUTE_POS] = f32(1.0)
+
+
+def test_a_binding_over_the_devices_binding_limit_fails_the_launch_on_both_runtimes(client):  # type: ignore[no-untyped-def]
+    limit = client.properties().max_binding_size
+    assert limit is not None
+    items = limit // 4 + 4
+    h = client.zeros(items * 4)
+    touch_all.launch(client, ONE, CubeDim.new_1d(4), BufferArg.from_raw_parts(h, items))
+    with pytest.raises(BufferFailure, match=r"binds \d+ bytes; this device binds at most"):
+        client.check([h])
+    # a view within the limit runs
+    touch_all.launch(client, ONE, CubeDim.new_1d(4), BufferArg.from_raw_parts(h, 4))
+    assert f32.from_bytes(client.read_one(h))[:5].tolist() == [1, 1, 1, 1, 0]
+    del h

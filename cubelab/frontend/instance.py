@@ -153,7 +153,7 @@ class KernelInstance:
             name=fn.__name__, entry=self.entry, cube_dim=self.cube_dim.as_tuple(),
             buffers=buffers, scalars=scalars, body=scope.root, source_file=fn.file,
             source_lines=fn.source.splitlines(), first_line=fn.first_line,
-            required_features=set(scope.features),
+            required_features=set(scope.features), tensor_indexing=scope.tensor_indexing,
         )
 
     def __repr__(self) -> str:

@@ -151,6 +151,7 @@ def flat_index(s: Scope, obj: Indexable, idx: tuple[Any, ...]) -> Value:
     """The flat u32 index of `obj[i, j, ...]` (see the module docstring)."""
     n = len(idx)
     if isinstance(obj, BufferRef) and obj.tensor:
+        s.tensor_indexing.setdefault(obj.v.id, {}).setdefault(n, s.loc)
         flat: Value | None = None
         for axis, i in enumerate(idx):
             stride = s.emit("tensor.stride", [obj.v, const(s, axis, U32)], U32)

@@ -320,6 +320,11 @@ class KernelDefinition:
     # all loops together, and the guarded loops in the order of their `guard` attribute.
     loop_budget: int | None = None
     guarded_loops: list["Op"] = field(default_factory=list)
+    # `t[i, j, ...]` (two or more indices) on a tensor argument: its value id -> {number of
+    # indices: the first place it is written}. A launch whose TensorArg has another rank is
+    # refused (`runtime/server.py` `launch_refusal`): the flat index would silently read
+    # another item.
+    tensor_indexing: dict[int, dict[int, Loc | None]] = field(default_factory=dict)
 
     def tensors(self) -> list[BufferParam]:
         return [b for b in self.buffers if b.tensor]

@@ -39,6 +39,10 @@ class Scope:
         # Adapter features the kernel needs ("subgroup" for plane ops); ends up in the
         # KernelDefinition's `required_features`.
         self.features: set[str] = set()
+        # `t[i, j, ...]` on a tensor argument: its value id -> {number of indices: where first};
+        # ends up in the KernelDefinition's `tensor_indexing` (checked against each launch's
+        # TensorArg rank)
+        self.tensor_indexing: dict[int, dict[int, Loc | None]] = {}
 
     # -- values and ops ----------------------------------------------------------------------
     def new_value(self, ty: Type, hint: str = "") -> Value:

@@ -45,6 +45,7 @@ from cubelab.runtime.dry_run import LaunchMode, launch_mode
 from cubelab.runtime.handle import ELEM_BYTES, Handle, refuse_released
 from cubelab.runtime.kernel_id import CubeKernel
 from cubelab.runtime.launch_args import Bindings, CubeCount
+from cubelab.runtime.properties import allocation_refusal
 from cubelab.runtime.streams import current_stream
 
 if TYPE_CHECKING:
@@ -73,26 +74,51 @@ _AS_BYTES_FOR_KIND = {"f": ("f32", "float32"), "i": ("i32", "int32"), "u": ("u32
 def _as_bytes(data: Any) -> bytes:
     """The raw bytes of `data`. The trap: numpy's defaults are float64/int64, whose 8-byte values
     a kernel would read as pairs of unrelated 4-byte ones — so an array whose elements are not
-    4 bytes wide is refused with the conversion to use (every kernel type is 4 bytes). A uint8
-    array is taken as what it is: raw bytes."""
+    4-byte numbers is refused with the conversion to use (every kernel type is a 4-byte number).
+    A uint8 array is taken as what it is: raw bytes. Arrays of what no kernel type holds —
+    complex, object, strings (a unicode character is 4 bytes too), datetimes, records — are
+    refused whatever their width: their bytes mean nothing to a kernel."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
     dtype = getattr(data, "dtype", None)
-    width = getattr(dtype, "itemsize", 4)
-    raw_bytes = width == 1 and getattr(dtype, "kind", "") == "u"
-    if dtype is not None and width != 4 and not raw_bytes and dtype.kind in _AS_BYTES_FOR_KIND:
-        kind, numpy_name = _AS_BYTES_FOR_KIND[dtype.kind]
-        raise TypeError(
-            f"a {dtype.name} array holds {dtype.itemsize}-byte values, but every kernel type is 4 "
-            f"bytes wide: its bytes would be read as garbage. Convert it with "
-            f"`{kind}.as_bytes(array)` (from cubelab.prelude) or `array.astype(np.{numpy_name})`"
-        )
+    if dtype is not None and not _kernel_bytes(dtype):
+        raise TypeError(_refusal(dtype))
     tobytes = getattr(data, "tobytes", None)  # numpy arrays
     if tobytes is not None:
         return bytes(tobytes())
     raise TypeError(
-        f"create_from_slice expects bytes (e.g. f32.as_bytes(array)), got {type(data).__name__}"
+        f"create_from_slice expects bytes (e.g. f32.as_bytes(array)), got "
+        f"{type(data).__name__}\n  hint: build a numpy array and convert it with f32.as_bytes / "
+        "i32.as_bytes / u32.as_bytes (from cubelab.prelude)"
     )
+
+
+def _kernel_bytes(dtype: Any) -> bool:
+    """Whether an array of `dtype` holds what a kernel reads: 4-byte numbers, or raw bytes."""
+    kind, width = getattr(dtype, "kind", ""), getattr(dtype, "itemsize", 0)
+    return (kind in "fiu" and width == 4) or (kind == "u" and width == 1)
+
+
+def _refusal(dtype: Any) -> str:
+    if dtype.kind in _AS_BYTES_FOR_KIND:
+        kind, numpy_name = _AS_BYTES_FOR_KIND[dtype.kind]
+        return (f"a {dtype.name} array holds {dtype.itemsize}-byte values, but every kernel "
+                f"type is 4 bytes wide: its bytes would be read as garbage\n  hint: convert it "
+                f"with `{kind}.as_bytes(array)` (from cubelab.prelude) or "
+                f"`array.astype(np.{numpy_name})`")
+    what = {"c": "complex numbers", "O": "Python objects (pointers)", "U": "unicode strings",
+            "S": "byte strings", "M": "datetimes", "m": "time deltas",
+            "V": "records"}.get(dtype.kind, "values no kernel type holds")
+    hint = {"c": "put the real and imaginary parts in two f32 buffers "
+                 "(`f32.as_bytes(z.real)`, `f32.as_bytes(z.imag)`)",
+            "O": "make a numeric array first: `f32.as_bytes(np.asarray(values, np.float32))`",
+            "M": "convert to seconds first: `f32.as_bytes((t - t[0]) / np.timedelta64(1, 's'))`",
+            "m": "convert to seconds first: `f32.as_bytes(d / np.timedelta64(1, 's'))`"
+            }.get(dtype.kind, "convert it to numbers with f32.as_bytes / i32.as_bytes / "
+                              "u32.as_bytes, or `array.view(np.uint8)` if you really mean its "
+                              "raw bytes")
+    return (f"a {dtype} array holds {what}, which no kernel type holds: its bytes would be "
+            f"read as garbage\n  hint: {hint}")
 
 
 class Client:
@@ -160,6 +186,9 @@ class Client:
     # -- memory -------------------------------------------------------------------------------
     def _alloc(self, handle: Handle, raw: bytes | None, zero: bool = False) -> Handle:
         call, server, stream = self._runner.call, self._server, self.stream_id()
+        too_big = allocation_refusal(handle.size, server.properties, server.name)
+        if too_big is not None:  # no collection can change this one: say it at once
+            raise ResourceError(too_big)
         try:
             call(server.alloc, handle, raw, stream, zero)
         except ResourceError:

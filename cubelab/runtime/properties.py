@@ -1,6 +1,8 @@
 """What a client reports about its device. Limits are WebGPU's defaults on every runtime, so a
 kernel that launches on one runtime launches on the other, and a launch over a limit is refused
-the same way everywhere."""
+the same way everywhere. The two memory limits are lavapipe's (the wgpu server reads its
+adapter's instead): the CPU runtime refuses what lavapipe refuses, so a program that works on one
+works on the other."""
 
 from __future__ import annotations
 
@@ -34,6 +36,10 @@ class DeviceProperties:
     # the CPU runtime's planes are 32 wide
     plane_size_min: int = 32
     plane_size_max: int = 32
+    # the largest buffer one allocation may make, and the most bytes one launch may bind per
+    # buffer argument (a slice's declared items, a tensor's whole handle); None: no limit
+    max_buffer_size: int | None = 2**31 - 1
+    max_binding_size: int | None = 2**27
 
     @property
     def has_subgroups(self) -> bool:
@@ -44,3 +50,17 @@ class DeviceProperties:
         """CubeCL groups the limits under `properties.hardware`; cubelab's are one flat record,
         so `device_properties().hardware.plane_size_min` reads as CubeCL's does."""
         return self
+
+
+def allocation_refusal(size: int, properties: DeviceProperties | None,
+                       device: str) -> str | None:
+    """Why an allocation of `size` bytes is over the device's buffer limit, or None. (The one
+    home of the rule: the server refuses with it, and the client asks first, so a refusal that
+    no garbage collection can change is not retried.)"""
+    limit = getattr(properties, "max_buffer_size", None)
+    if limit is None or size <= limit:
+        return None
+    return (f"cannot allocate {size} bytes on {device}: a buffer holds at most {limit} bytes "
+            f"on this device (max_buffer_size, {limit / 2**30:.1f} GiB)\n  hint: split the data "
+            "over several buffers, each within the limit (and each launch binds at most "
+            f"{getattr(properties, 'max_binding_size', None)} bytes of one)")

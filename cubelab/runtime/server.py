@@ -91,7 +91,9 @@ from cubelab.runtime.execute_scope import (
 from cubelab.runtime.handle import Handle, refuse_released
 from cubelab.runtime.kernel_id import CubeKernel, KernelId
 from cubelab.runtime.launch_args import Bindings, CubeCount
+from cubelab.runtime.launch_checks import launch_refusal
 from cubelab.runtime.memory_pool import MemoryConfiguration, MemoryPool, MemoryUsage, Slice
+from cubelab.runtime.properties import allocation_refusal
 from cubelab.runtime.store import (CompilationStore, class_identity, content_digest,
                                    store_key)
 from cubelab.runtime.streams import StreamScheduler, Task
@@ -130,6 +132,8 @@ class PreparedLaunch:
     touched: list[Handle]
     backend: Any = None
     generation: int = -1
+    # what a launch of these bindings must fail with (`runtime/launch_checks.py`), or None
+    refusal: Exception | None = None
 
 
 @dataclass
@@ -331,6 +335,9 @@ class Server:
             # cannot carry (capture.py)
             raise cap.refuse(f"create_from_slice of {handle.size} bytes (a host copy: make it "
                              "before start_capture, or create it empty inside)")
+        too_big = allocation_refusal(handle.size, self.properties, self.name)
+        if too_big is not None:
+            raise ResourceError(too_big)
         pool = self.pool
         pages = pool.pages_created
         try:
@@ -803,7 +810,8 @@ class Server:
         else:
             written = _written_pairs(bindings, io)
             reads = bindings.buffers_read(io)
-        return PreparedLaunch(entry, written, reads, touched)
+        return PreparedLaunch(entry, written, reads, touched,
+                              refusal=launch_refusal(entry.definition, bindings, self.properties))
 
     def _execute(self, info: LaunchInfo, entry: PipelineEntry, count: CubeCount,
                  bindings: Bindings, flush: bool = False, why: str = "",
@@ -843,6 +851,9 @@ class Server:
         """The scope's body (`_execute`): resolve the count, check the device's limits,
         dispatch, queue the task. Sets `_dispatched` once the dispatch is encoded, and
         `_zero_count` when a dynamic count turned out to be zero."""
+        refusal = bindings.prepared.refusal  # checked once per Bindings (`_prepare`)
+        if refusal is not None:
+            return refusal
         c = count
         if count.handle is not None:
             resolved = self.resolve_dynamic_count(count.handle)

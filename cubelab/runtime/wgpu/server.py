@@ -232,6 +232,8 @@ class WgpuServer(Server):
                                                                         32)) or 32),
             plane_size_max=int(info.get("subgroup_max_size", info.get("stackgroup_max_size",
                                                                         32)) or 32),
+            max_buffer_size=int(limits["max-buffer-size"]),
+            max_binding_size=int(limits["max-storage-buffer-binding-size"]),
         )
         self.queue = self.device.queue
         self.target = TARGETS["wgsl"]
