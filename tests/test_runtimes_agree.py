@@ -290,3 +290,90 @@ def test_a_binding_over_the_devices_binding_limit_fails_the_launch_on_both_runti
     touch_all.launch(client, ONE, CubeDim.new_1d(4), BufferArg.from_raw_parts(h, 4))
     assert f32.from_bytes(client.read_one(h))[:5].tolist() == [1, 1, 1, 1, 0]
     del h
+
+
+# -- N4: a dynamic count over the device's limit -------------------------------------------------
+@cube(launch=True)
+def fill_one(y: SliceMut[f32]):
+    if ABSOLUTE_POS < y.len():
+        y[ABSOLUTE_POS] = f32(1.0)
+
+
+@pytest.mark.parametrize("grid", [(70000, 1, 1), (1, 65536, 1), (2, 2, 2**32 - 1)],
+                         ids=["x", "y", "z"])
+def test_a_dynamic_count_over_the_limit_fails_the_launch_on_both_runtimes(client, grid):  # type: ignore[no-untyped-def]
+    count = client.create_from_slice(u32.as_bytes(np.array(grid, np.uint32)))
+    y = up(client, f32, [0] * 4)
+    fill_one.launch(client, CubeCount.Dynamic(count), CubeDim.new_1d(4), y)
+    with pytest.raises(BufferFailure, match=rf"the dynamic cube count \({grid[0]}, {grid[1]}, "
+                                            rf"{grid[2]}\) exceeds the device limit of 65535 "
+                                            r"cubes per dimension(.|\n)*hint: "):
+        client.read_one(y.handle)
+    # the limit itself runs, and repairs the pure output
+    client.write(count, u32.as_bytes(np.array([1, 65535, 1], np.uint32)))
+    fill_one.launch(client, CubeCount.Dynamic(count), CubeDim.new_1d(4), y)
+    np.testing.assert_array_equal(read(client, f32, y), [1, 1, 1, 1])
+
+
+# -- long loops: lavapipe ends a unit's loops after 65 535 steps in all --------------------------
+@cube(launch=True, launch_unchecked=True)
+def count_for(n: u32, out: SliceMut[u32]):
+    acc = u32(0)
+    for i in range(n):
+        acc += i & u32(1)
+    out[ABSOLUTE_POS] = acc
+
+
+@cube(launch=True, launch_unchecked=True)
+def lcg_while(n: u32, out: SliceMut[u32]):
+    x = ABSOLUTE_POS
+    i = u32(0)
+    while i < n:
+        x = x * u32(1664525) + u32(1013904223)
+        i += u32(1)
+    out[ABSOLUTE_POS] = x
+
+
+def lcg_after(n: int, seed: int) -> int:
+    """The LCG's n-th value from `seed`, by squaring the affine map (mod 2^32)."""
+    m, a, b, x = 2**32, 1664525, 1013904223, seed
+    while n:
+        if n & 1:
+            x = (a * x + b) % m
+        a, b, n = a * a % m, (a * b + b) % m, n >> 1
+    return x
+
+
+@pytest.mark.parametrize("checked", [True, False], ids=["launch", "launch_unchecked"])
+def test_a_for_loop_of_100_000_iterations_is_right_on_both_runtimes(client, checked):  # type: ignore[no-untyped-def]
+    out = up(client, u32, [7] * 8)
+    (count_for.launch if checked else count_for.launch_unchecked)(
+        client, ONE, CubeDim.new_1d(8), 100_000, out)
+    np.testing.assert_array_equal(read(client, u32, out), [50_000] * 8)
+
+
+def test_a_while_loop_of_100_000_iterations_is_right_on_both_runtimes(client):  # type: ignore[no-untyped-def]
+    out = up(client, u32, [7] * 4)
+    lcg_while.launch(client, ONE, CubeDim.new_1d(4), 100_000, out)
+    np.testing.assert_array_equal(read(client, u32, out), [lcg_after(100_000, s) for s in range(4)])
+
+
+def test_a_for_loop_of_ten_million_iterations_is_right_on_lavapipe(wgpu_client):  # type: ignore[no-untyped-def]
+    # (the CPU runtime stops one loop after 2^20 iterations: an interpreted iteration costs
+    # microseconds — docs/language.md, "The loop guard")
+    out = up(wgpu_client, u32, [7] * 4)
+    count_for.launch(wgpu_client, ONE, CubeDim.new_1d(4), 10**7, out)
+    np.testing.assert_array_equal(read(wgpu_client, u32, out), [5 * 10**6] * 4)
+
+
+def test_the_unrolled_loops_are_marked_in_the_ir_and_only_where_the_driver_caps_loops(client):  # type: ignore[no-untyped-def]
+    from cubelab import inspect as ci
+
+    k = ci.instance(count_for, cube_dim=CubeDim.new_1d(8))
+    capped = client.properties().driver_loop_limit is not None
+    ir = ci.compiled(k, client=client).ir
+    assert ("unroll = " in ir) == capped
+    assert "unroll" not in ci.compiled(k).ir  # a preview without a device: as written
+    if capped:
+        assert "loop-unroll" in [p.name for p in ci.passes(k, client=client)]
+        assert "unrolled x" in ci.wgsl(k, client=client)

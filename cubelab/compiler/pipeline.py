@@ -7,9 +7,10 @@ server's compile (`runtime/server.py`) and every inspector view (`inspect.compil
 construction what a launch compiles — `tests/test_inspect_matches_server.py` pins it byte for
 byte for every core and zoo kernel. Its parts, each the one home of its rule:
 
-- `select_passes(mode, options)`: which passes run (CheckedIo, with the server's rule, and the
-  loop guard for `ExecutionMode.Checked`; then the options' `extra_passes`, every mode, each
-  checked by the IR verifier); the options themselves, checked, are `compiler/options.py`'s;
+- `select_passes(mode, options, limits)`: which passes run (CheckedIo, with the server's rule,
+  and the loop guard for `ExecutionMode.Checked`; then the options' `extra_passes`, every mode,
+  each checked by the IR verifier; LoopUnroll on a device whose driver caps loops); the options
+  themselves, checked, are `compiler/options.py`'s;
 - `check_cube_dim` / `check_definition`: the device limits a kernel must fit (units per cube,
   adapter features, shared memory), read from the properties the caller's device reports —
   the CPU runtime passes its own, not a default;
@@ -34,7 +35,7 @@ from cubelab.compiler.options import CompilationOptions
 from cubelab.errors import FeatureError, ResourceError
 from cubelab.ir.analysis import all_ops
 from cubelab.ir.core import KernelDefinition, Loc
-from cubelab.ir.passes import CheckedIo, LoopGuard, PassManager, PassRecord
+from cubelab.ir.passes import CheckedIo, LoopGuard, LoopUnroll, PassManager, PassRecord
 from cubelab.ir.printer import print_kernel, print_kernel_mapped
 
 
@@ -46,10 +47,13 @@ class ExecutionMode(Enum):
     Unchecked = "Unchecked"
 
 
-def select_passes(mode: ExecutionMode, options: CompilationOptions) -> PassManager:
+def select_passes(mode: ExecutionMode, options: CompilationOptions,
+                  limits: "Limits | None" = None) -> PassManager:
     """The passes a kernel compiled in `mode` goes through (the one pass-selection rule): for a
     checked launch CheckedIo, then the loop guard unless it is off; then, for every launch, the
-    options' `extra_passes` in order — each checked by the IR verifier after it runs."""
+    options' `extra_passes` in order — each checked by the IR verifier after it runs; last, on
+    a device whose driver ends loops by itself (`driver_loop_limit`: lavapipe), LoopUnroll, so
+    a correct long loop — a student's pass's too — runs to its end there."""
     passes: list = []
     if mode is ExecutionMode.Checked:
         passes.append(CheckedIo(options.checked_io))
@@ -57,6 +61,9 @@ def select_passes(mode: ExecutionMode, options: CompilationOptions) -> PassManag
             passes.append(LoopGuard(options.loop_budget))
     builtin = len(passes)
     passes.extend(options.extra_passes)
+    cap = getattr(limits, "driver_loop_limit", None)
+    if cap is not None:
+        passes.append(LoopUnroll(cap))
     return PassManager(passes, checked_from=builtin)
 
 
@@ -67,6 +74,7 @@ class Limits(Protocol):
     max_units_per_cube: int
     max_cube_dim: tuple[int, int, int]
     max_shared_memory: int
+    driver_loop_limit: int | None  # read with getattr: a Limits may predate it
 
 
 def cube_dim_fits(cube_dim: tuple[int, int, int], limits: Limits) -> bool:
@@ -181,7 +189,7 @@ def compile_definition(definition: KernelDefinition, mode: ExecutionMode,
         check_definition(definition, limits, device)
     t0 = time.perf_counter()
     expanded_ir = print_kernel(definition) if record else ""
-    definition, records = select_passes(mode, options or CompilationOptions()).apply(
+    definition, records = select_passes(mode, options or CompilationOptions(), limits).apply(
         definition, record=record, before=expanded_ir if record else None)
     t1 = time.perf_counter()
     sources: dict[str, CompiledSource] = {}

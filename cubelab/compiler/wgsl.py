@@ -522,6 +522,10 @@ class _Emitter(InfoReads):
         ty = wgsl_type(iv.type)
         ctr = f"i{iv.id}"
         guard = op.attrs.get("guard")
+        k = int(op.attrs.get("unroll", 1))
+        if k > 1:
+            self._unrolled_for(op, k)
+            return
         if guard is None:
             self.stmt(f"for (var {ctr}: {ty} = {start.name}; {ctr} < {end.name}; "
                       f"{ctr} = {ctr} + {step.name}) {{", op.loc)
@@ -538,16 +542,86 @@ class _Emitter(InfoReads):
         self.stmt("}")
         self._ended(guard, op)
 
+    def _unrolled_for(self, op: Op, k: int) -> None:
+        """`scf.for` with `unroll = k` (`ir/passes.py` LoopUnroll): the trip count is known
+        when the loop starts, so the loop runs in blocks of k iterations with no test between
+        them, then the rest one by one — the driver's loop limiter counts one step per block.
+        A guarded loop counts k per block (exact: a block always runs whole) and records that
+        *both* loops ended through their conditions (the driver may cut either)."""
+        start, end, step = op.operands
+        (body,) = op.regions
+        (iv,) = body.args
+        ty = wgsl_type(iv.type)
+        n, ctr, guard = iv.id, f"i{iv.id}", op.attrs.get("guard")
+        u = "" if ty == "u32" else "bitcast<u32>"
+        span = f"{u}({end.name}) - {u}({start.name})"
+        self.stmt(f"// unrolled x{k}: this driver ends a unit's loops after "
+                  "65 535 steps in all (docs/language.md, the loop guard)", op.loc)
+        if guard is not None:
+            self.stmt(f"var g{guard}: bool = false; // loop {guard} ended through its condition",
+                      op.loc)
+        self.stmt("{", op.loc)
+        self.depth += 1
+        self.stmt(f"var {ctr}: {ty} = {start.name};", op.loc)
+        self.stmt(f"let t{n}: u32 = select(0u, ({span}) / {u}({step.name}) + select(0u, 1u, "
+                  f"({span}) % {u}({step.name}) != 0u), {start.name} < {end.name});", op.loc)
+        self.stmt(f"var whole{n}: bool = false;", op.loc)
+        self.stmt(f"for (var b{n}: u32 = t{n} / {k}u; ; b{n} = b{n} - 1u) {{", op.loc)
+        self.line(f"if b{n} == 0u {{ whole{n} = true; break; }}", self.depth + 1, op.loc)
+        self._count(guard, op, k)
+        for _ in range(k):
+            self._one_iteration(op, body, ty, ctr)
+        self.stmt("}")
+        self.stmt(f"if whole{n} {{", op.loc)
+        self.depth += 1
+        self.stmt(f"for (var r{n}: u32 = t{n} % {k}u; ; r{n} = r{n} - 1u) {{", op.loc)
+        done = f"g{guard} = true; " if guard is not None else ""
+        self.line(f"if r{n} == 0u {{ {done}break; }}", self.depth + 1, op.loc)
+        self._count(guard, op)
+        self._one_iteration(op, body, ty, ctr)
+        self.stmt("}")
+        self.depth -= 1
+        self.stmt("}")
+        self.depth -= 1
+        self.stmt("}")
+        self._ended(guard, op)
+
+    def _one_iteration(self, op: Op, body: Block, ty: str, ctr: str) -> None:
+        """One copy of a `for` body, in a scope of its own (each copy redeclares its values),
+        then the counter's step."""
+        (iv,) = body.args
+        self.line("{", self.depth + 1, op.loc)
+        self.depth += 2
+        self.stmt(f"let {iv.name}: {ty} = {ctr};", op.loc)
+        self.block(body)
+        self.depth -= 2
+        self.line("}", self.depth + 1, op.loc)
+        self.line(f"{ctr} = {ctr} + {op.operands[2].name};", self.depth + 1, op.loc)
+
     def op_scf_while(self, op: Op) -> None:
         cond_block, body = op.regions
         guard = op.attrs.get("guard")
+        k = int(op.attrs.get("unroll", 1))
+        if k > 1:
+            self.stmt(f"// unrolled x{k}: this driver ends a unit's loops after "
+                      "65 535 steps in all (docs/language.md, the loop guard)", op.loc)
         if guard is not None:
             self.stmt(f"var g{guard}: bool = false; // loop {guard} ended through its condition",
                       op.loc)
         self.stmt("loop {", op.loc)
-        self._count(guard, op)
-        self.nested(cond_block)
-        self.nested(body)
+        for _ in range(k):
+            # each copy tests the condition itself (a while's trips are not known ahead)
+            self._count(guard, op)
+            if k == 1:
+                self.nested(cond_block)
+                self.nested(body)
+                continue
+            self.line("{", self.depth + 1, op.loc)
+            self.depth += 2
+            self.block(cond_block)
+            self.block(body)
+            self.depth -= 2
+            self.line("}", self.depth + 1, op.loc)
         self.stmt("}")
         self._ended(guard, op)
 
@@ -561,14 +635,16 @@ class _Emitter(InfoReads):
     # The loop guard (`ir/passes.py` LoopGuard): one iteration counter per unit for every loop;
     # the first iteration past the budget records its loop and every loop then ends at once; a
     # loop that ended without its condition saying so was ended by the driver.
-    def _count(self, guard: object, op: Op) -> None:
+    def _count(self, guard: object, op: Op, k: int = 1) -> None:
+        """Count `k` iterations (a block of an unrolled loop runs k at once)."""
         if guard is None:
             return
         budget = self.kernel.loop_budget
         d = self.depth + 1
-        self.line("guard_n = guard_n + 1u;", d, op.loc)
+        self.line(f"guard_n = guard_n + {k}u;", d, op.loc)
         self.line(f"if guard_n > {budget}u {{", d, op.loc)
-        self.line(f"if guard_n == {budget + 1}u {{ atomicMax(&guard_status, "
+        crossed = f"guard_n == {budget + 1}u" if k == 1 else f"guard_n - {k}u <= {budget}u"  # type: ignore[operator]
+        self.line(f"if {crossed} {{ atomicMax(&guard_status, "
                   f"{GUARD_BUDGET + int(guard)}u); }}", d + 1, op.loc)  # type: ignore[call-overload]
         self.line(f"g{guard} = true; break;", d + 1, op.loc)
         self.line("}", d, op.loc)

@@ -89,8 +89,9 @@ def _run_target(client: Any) -> Target:
 def _pipeline(k: KernelInstance, options: CompilationOptions, run: Target | None,
               show: Sequence[Target] = (), client: Any = None) -> Compilation:
     # the client's device properties, as its server defines the kernel (`device_properties()`)
+    # and compiles it (lavapipe's loop cap makes its compile unroll long loops)
     props = client.properties() if client is not None else None
-    return compile_definition(k.define(props), k.mode, options, run=run, show=show)
+    return compile_definition(k.define(props), k.mode, options, run=run, show=show, limits=props)
 
 
 @api_boundary

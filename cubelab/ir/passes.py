@@ -185,6 +185,71 @@ class LoopGuard:
         return kernel
 
 
+# LoopUnroll's measure: the most ops (counted in the IR, nested loops times their own factor)
+# one unrolled loop may grow to, and the largest factor. 256 lets a small body (a serial sum,
+# an LCG step) run 65 535 × 256 ≈ 1.7 × 10^7 iterations per unit on lavapipe; the budget keeps
+# what lavapipe must compile bounded (measured: a 2-op body unrolled 256 times compiles in
+# ≈ 0.4 s there, a 10-op one in 1.6 s — hence the budget, not a fixed factor).
+UNROLL_OPS = 1024
+UNROLL_MAX = 256
+# A `while` (a trip count not known ahead, so every copy tests the condition and counts for
+# the guard) costs lavapipe far more to compile per copy: measured on an LCG step, ×16 ≈ no
+# cost, ×85 ≈ 2 s. At most ×16: 65 535 × 16 ≈ 10^6 iterations per unit, about the CPU
+# runtime's own cap on one loop (2^20).
+UNROLL_MAX_WHILE = 16
+# A loop whose comptime bounds run at most this many times is left alone.
+UNROLL_SHORT = 4096
+_UNIFORM_OPS = ("sync.", "plane.")  # a loop holding these stays as written (uniform control flow)
+
+
+@dataclass
+class LoopUnroll:
+    """On a device whose driver ends loops by itself (`driver_loop_limit`: lavapipe stops every
+    loop of a unit once all of them together ran 65 535 iterations), marks each runtime loop
+    with `unroll = K`: the targets then run K iterations per trip of the loop (`compiler/
+    wgsl.py`), so the driver counts one step where K ran, and a correct loop of up to
+    `driver_loop_limit × K` iterations per unit runs to its end. The meaning of the program does
+    not change: `unroll` is how to spell the loop, and a target may ignore it.
+
+    Contract: K is chosen per loop from its size (`UNROLL_OPS`, `UNROLL_MAX`); a loop holding a
+    barrier or plane op keeps K = 1 (its copies would need uniform control flow), as does a
+    loop whose comptime bounds run it at most `UNROLL_SHORT` times. The loop guard still counts
+    every iteration and still says when the driver cut a loop — past the larger cap. The trap:
+    the count is per unit for all loops together, so nested loops share it; an outer loop
+    whose body is already large stays at K = 1 and counts one step per trip."""
+
+    driver_loop_limit: int = 65535
+    name: str = "loop-unroll"
+
+    def run(self, kernel: KernelDefinition) -> None:
+        self._block(kernel.body, {})
+
+    def _block(self, block: Block, consts: dict[int, int]) -> int:
+        """Mark the loops in `block`; return its size in ops (loops as unrolled)."""
+        size = 0
+        for op in block.ops:
+            if op.name == "arith.constant" and isinstance(op.attrs.get("value"), int):
+                consts[op.result.id] = int(op.attrs["value"])
+            inner = sum(self._block(region, consts) for region in op.regions)
+            if op.name in ("scf.for", "scf.while"):
+                k = self._factor(op, inner, consts)
+                if k > 1:
+                    op.attrs = {**op.attrs, "unroll": k}
+                inner *= k
+            size += 1 + inner
+        return size
+
+    def _factor(self, op: Op, size: int, consts: dict[int, int]) -> int:
+        if any(o.name.startswith(_UNIFORM_OPS) for region in op.regions for o in region.walk()):
+            return 1
+        if op.name == "scf.for" and all(v.id in consts for v in op.operands):
+            start, end, step = (consts[v.id] for v in op.operands)
+            if step > 0 and (end - start) // step <= UNROLL_SHORT:
+                return 1
+        top = UNROLL_MAX if op.name == "scf.for" else UNROLL_MAX_WHILE
+        return min(top, UNROLL_OPS // max(size, 1))
+
+
 def loop_guard_message(kernel: KernelDefinition, guard: int, driver: bool, budget: int | None,
                        device: str = "") -> str:
     """What a tripped loop guard says, on every runtime: the kernel, the loop's line with a
@@ -202,11 +267,15 @@ def loop_guard_message(kernel: KernelDefinition, guard: int, driver: bool, budge
         shown = caret_block(loc.file, loc.line, loc.col, text)
         shown = f"\n{shown}" if shown else ""
     if driver:
+        k = int(op.attrs.get("unroll", 1)) if op is not None else 1
+        steps = f" (unrolled x{k} here: {65535 * k} iterations)" if k > 1 else ""
         return (f"kernel `{kernel.name}`: the driver{f' ({device})' if device else ''} stopped "
                 f"the loop{where} before its condition ended it, so the results would have been "
-                f"silently truncated (lavapipe stops every loop after 65 535 iterations){shown}\n"
-                "  hint: run it on the CPU runtime (Device.cpu()) or a real GPU, or split the "
-                "loop over more units or launches")
+                "silently truncated (lavapipe ends a unit's loops after 65 535 steps in all"
+                f"{steps}){shown}\n  hint: run it on the CPU runtime (Device.cpu()) or a real "
+                "GPU, split the loop over more units or launches, or write it as a `for` over a "
+                f"runtime range (cubelab unrolls those up to x{UNROLL_MAX}, a `while` up to "
+                f"x{UNROLL_MAX_WHILE})")
     return (f"kernel `{kernel.name}`: the loop{where} ran more than {budget} iterations (the "
             f"loop budget of a checked launch, all loops of a unit together); it looks infinite"
             f"{shown}\n  hint: check its bounds and that its condition can become false; if it "

@@ -40,6 +40,11 @@ class DeviceProperties:
     # buffer argument (a slice's declared items, a tensor's whole handle); None: no limit
     max_buffer_size: int | None = 2**31 - 1
     max_binding_size: int | None = 2**27
+    # The loop iterations one unit may run, all loops together, before the *driver* ends them
+    # without a word (lavapipe: 65 535; None: no such cap). The compile pipeline unrolls loops
+    # where there is one (`ir/passes.py` LoopUnroll), so a correct long loop still runs to its
+    # end; the loop guard still says when the cap cut one.
+    driver_loop_limit: int | None = None
 
     @property
     def has_subgroups(self) -> bool:

@@ -157,6 +157,22 @@ class _Compiled:
 _UNOPENED: Any = object()  # a server's store before its first compile opens it
 
 
+# The status code a dynamic count's check writes when a dimension is over the device's limit
+# (after it: the count's x, y, z). Above the loop guard's codes (`ir/passes.py`), which a
+# kernel that never ran cannot have written.
+COUNT_OVER_LIMIT = 4 << 24
+
+
+def cube_count_refusal(kernel: str, count: tuple[int, ...], limit: int, dynamic: bool) -> str:
+    """What a launch over the device's cubes-per-dimension limit fails with, on every runtime
+    (a static count is refused on the device thread; a dynamic one where it is read: on the
+    host by the CPU runtime, on the GPU by wgpu's check, settled later)."""
+    what = "the dynamic cube count" if dynamic else "cube count"
+    return (f"launch of `{kernel}`: {what} {tuple(count)} exceeds the device limit of {limit} "
+            "cubes per dimension, so nothing was run\n  hint: spread the cubes over more "
+            "dimensions (x, y, z each up to the limit) or loop inside the kernel")
+
+
 class ExpansionPanicked(CubeError):
     """`define()` raised something other than a KernelSourceError (a bug in a kernel helper, a
     Python error inside expansion): the seed's `CompilationError::ExpansionPanicked`."""
@@ -410,8 +426,9 @@ class Server:
         return self.pool.usage()
 
     # -- the loop guard's late verdicts ---------------------------------------------------------
-    def read_guard_codes(self, slots: list[int]) -> dict[int, int]:
-        """The status words of these slots (after the GPU ran them), cleared for reuse."""
+    def read_guard_codes(self, slots: list[int]) -> dict[int, tuple[int, ...]]:
+        """The status words of these slots (after the GPU ran them; the code first, then what
+        the code carries), cleared for reuse."""
         return {}
 
     def settle_guards(self) -> None:
@@ -428,13 +445,20 @@ class Server:
         codes = self.read_guard_codes([w[3] for w in window if w[3] is not None])
         failed: dict[int, Failure] = {}
         for info, reads, written, slot, definition in window:
-            code = codes.get(slot, 0) if slot is not None else 0
+            words = codes.get(slot, (0,)) if slot is not None else (0,)
+            code = words[0]
             if code:
-                driver = code < GUARD_BUDGET
-                guard = code - (GUARD_DRIVER if driver else GUARD_BUDGET)
-                device = getattr(self.properties, "adapter", "")
-                err = LoopGuardError(loop_guard_message(definition, guard, driver,
-                                                        definition.loop_budget, device))
+                err: CubeError
+                if code == COUNT_OVER_LIMIT:
+                    err = ResourceError(cube_count_refusal(
+                        info.kernel, tuple(words[1:4]),
+                        getattr(self.properties, "max_cubes_per_dim", 0), True))
+                else:
+                    driver = code < GUARD_BUDGET
+                    guard = code - (GUARD_DRIVER if driver else GUARD_BUDGET)
+                    device = getattr(self.properties, "adapter", "")
+                    err = LoopGuardError(loop_guard_message(definition, guard, driver,
+                                                            definition.loop_budget, device))
                 fail_buffers(self.ledger, self.bus, info, written, err)
                 for h, _ in written:
                     failed[h.id] = self.ledger.get(h)  # type: ignore[assignment]
@@ -869,10 +893,8 @@ class Server:
             self._max_cubes_of = props
         limit = self._max_cubes
         if c.handle is None and (c.x > limit or c.y > limit or c.z > limit):
-            return ResourceError(
-                f"launch of `{info.kernel}`: cube count {c.as_tuple()} exceeds the device "
-                f"limit of {limit} cubes per dimension; spread the work over more "
-                "dimensions or loop inside the kernel")
+            return ResourceError(cube_count_refusal(info.kernel, c.as_tuple(), limit,
+                                                    count.handle is not None))
         stream = self.stream = info.stream
         self.dispatch(entry, c, bindings)
         self._dispatched = True

@@ -48,6 +48,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import struct
 import threading
 import time
 from typing import Any
@@ -59,12 +60,34 @@ from cubelab.runtime.handle import Handle, binding_start
 from cubelab.runtime.launch_args import Bindings, CubeCount
 from cubelab.runtime.memory_pool import MemoryConfiguration, Slice
 from cubelab.runtime.properties import DeviceProperties
-from cubelab.runtime.server import PipelineEntry, PreparedLaunch, Server, generated_line_note
+from cubelab.runtime.server import (COUNT_OVER_LIMIT, PipelineEntry, PreparedLaunch, Server,
+                                    generated_line_note)
 from cubelab.runtime.store import driver_cache_env
 from cubelab.runtime.wgpu.info_ring import InfoRing
 
 _CACHE_LIMIT = 4096
+# llvmpipe (lavapipe) counts every loop iteration of a unit, all loops together, against one
+# 65 535-step limiter and silently ends every loop when it runs out (Mesa's gallivm,
+# LP_MAX_TGSI_LOOP_ITERATIONS; measured: two loops of 60 000 ran 65 534 in all).
+LLVMPIPE_LOOP_LIMIT = 65535
 _GUARD_SLOTS = 1024  # guarded launches between two settles before one is forced
+# a dynamic count's check, run on the GPU right before its indirect dispatch (`_check_count`)
+_COUNT_CHECK = """
+@group(0) @binding(0) var<storage, read_write> count: array<u32, 3>;
+@group(0) @binding(1) var<storage, read_write> status: array<u32, 4>;
+@compute @workgroup_size(1)
+fn check_count() {{
+    let x = count[0];
+    let y = count[1];
+    let z = count[2];
+    if x > {limit}u || y > {limit}u || z > {limit}u {{
+        status[0] = {code}u;
+        status[1] = x;
+        status[2] = y;
+        status[3] = z;
+    }}
+}}
+"""
 
 
 class _NativePass:
@@ -234,6 +257,8 @@ class WgpuServer(Server):
                                                                         32)) or 32),
             max_buffer_size=int(limits["max-buffer-size"]),
             max_binding_size=int(limits["max-storage-buffer-binding-size"]),
+            driver_loop_limit=LLVMPIPE_LOOP_LIMIT if "llvmpipe" in str(info.get("device", ""))
+            else None,
         )
         self.queue = self.device.queue
         self.target = TARGETS["wgsl"]
@@ -264,6 +289,9 @@ class WgpuServer(Server):
         # bound with a dynamic offset (`info_ring.py`)
         self._ring = InfoRing(self.device, self._usage, self.properties.memory_alignment)
         self._batches = 0  # passes begun so far: a batch's number
+        # the dynamic count's check (`_check_count`): its pipeline, and a group per page
+        self._count_check: tuple[Any, Any] | None = None
+        self._count_groups: dict[int, Any] = {}
         self._async_errors: list[str] = []
         self._native = native_pass()
         _install_log_filter(self)
@@ -309,6 +337,7 @@ class WgpuServer(Server):
         return self.device.create_buffer(size=size, usage=self._usage)  # zeroed by WebGPU
 
     def free_page(self, storage: Any) -> None:
+        self._count_groups.pop(id(storage), None)
         storage.destroy()
 
     def place(self, handle: Handle, s: Slice, data: bytes | None, zero: bool) -> None:
@@ -516,7 +545,7 @@ class WgpuServer(Server):
             open_[1].set_bind_group(0, group, [info, guard])
         open_[3] = None  # the next launch sets its own status slot
 
-    def read_guard_codes(self, slots: list[int]) -> dict[int, int]:
+    def read_guard_codes(self, slots: list[int]) -> dict[int, tuple[int, ...]]:
         if not slots:
             return {}
         stride = self._guard_stride
@@ -525,8 +554,7 @@ class WgpuServer(Server):
         data = bytes(self.queue.read_buffer(self._guard_ring, lo * stride, size))
         self.queue.write_buffer(self._guard_ring, lo * stride, bytes(size))
         self._guard_next = 0
-        return {s: int.from_bytes(data[(s - lo) * stride:(s - lo) * stride + 4], "little")
-                for s in slots}
+        return {s: struct.unpack_from("<4I", data, (s - lo) * stride) for s in slots}
 
     def _begin_pass(self, stream: int) -> list[Any]:
         """A new command encoder and compute pass for `stream` (none is open there)."""
@@ -553,7 +581,7 @@ class WgpuServer(Server):
     def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
         self.guard_slot = None
         guarded = entry.definition.loop_budget is not None
-        if guarded and self._guard_next >= _GUARD_SLOTS:
+        if (guarded or count.handle is not None) and self._guard_next >= _GUARD_SLOTS:
             self.settle_guards()  # every slot holds a verdict nobody has read: read them now
         group = self._group(entry, bindings)  # may raise: nothing is encoded yet
         indirect: Any = None
@@ -576,15 +604,21 @@ class WgpuServer(Server):
                 open_[2] = open_[3] = None
                 open_[4] = getattr(p, "_internal", None)
                 indirect = (self._indirect, 0)
+            if indirect is not None:
+                # wgpu dispatches nothing for a count over the limit, and says nothing: check
+                # it on the GPU first, into this launch's status slot (`_check_count`).
+                self.guard_slot = self._guard_next
+                self._guard_next += 1
+                self._check_count(open_, cs, self.guard_slot)
             # Each wgpu-py call costs several µs of Python: a run of launches of one kernel on
             # the same buffers re-encodes only the dispatch.
             if open_[2] is not entry.pipeline:
                 p.set_pipeline(entry.pipeline)
                 open_[2] = entry.pipeline
             if guarded:
-                slot = self._guard_next
+                slot = self._guard_next if self.guard_slot is None else self.guard_slot
                 self._bind(open_, group, info, slot * self._guard_stride)
-                self._guard_next = slot + 1
+                self._guard_next = max(self._guard_next, slot + 1)
                 self.guard_slot = slot
             else:
                 self._bind(open_, group, info, None)
@@ -603,6 +637,40 @@ class WgpuServer(Server):
             lost = self.scheduler.drop(stream)
             self._submit_failed(lost, exc)
             raise
+
+    def _check_count(self, open_: list[Any], cs: Slice, slot: int) -> None:
+        """Encode, before an indirect dispatch, a one-unit kernel that reads the count where
+        the dispatch will (`cs`) and, if a dimension is over the device's limit, writes
+        COUNT_OVER_LIMIT and the count into the launch's status slot: the settle
+        (`Server.settle_guards`) turns it into the same `ResourceError` the CPU runtime raises
+        when it reads the count on the host. wgpu itself dispatches nothing then, silently."""
+        wgpu = self._wgpu
+        if self._count_check is None:
+            limit = self.properties.max_cubes_per_dim
+            module = self.device.create_shader_module(code=_COUNT_CHECK.format(
+                limit=limit, code=COUNT_OVER_LIMIT), label="cubelab_count_check")
+            storage = {"type": wgpu.BufferBindingType.storage, "has_dynamic_offset": True}
+            bgl = self.device.create_bind_group_layout(entries=[
+                {"binding": i, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": storage}
+                for i in (0, 1)])
+            pipe = self.device.create_compute_pipeline(
+                layout=self.device.create_pipeline_layout(bind_group_layouts=[bgl]),
+                compute={"module": module, "entry_point": "check_count"})
+            self._count_check = (pipe, bgl)
+        pipe, bgl = self._count_check
+        page = cs.page.storage
+        group = self._count_groups.get(id(page))
+        if group is None:
+            group = self._count_groups[id(page)] = self.device.create_bind_group(
+                layout=bgl, entries=[
+                    {"binding": 0, "resource": {"buffer": page, "offset": 0, "size": 12}},
+                    {"binding": 1, "resource": {"buffer": self._guard_ring, "offset": 0,
+                                                "size": 16}}])
+        p = open_[1]
+        p.set_pipeline(pipe)
+        p.set_bind_group(0, group, [cs.offset, slot * self._guard_stride])
+        p.dispatch_workgroups(1)
+        open_[2] = open_[3] = None  # the launch sets its own pipeline and group again
 
     repeats_dispatches = True
 
