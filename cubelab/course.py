@@ -72,7 +72,12 @@ def read_solutions(path: Path) -> dict[str, str]:
     """`# %% exercise: KEY` sections of a solutions file → {KEY: solved answer-cell source}."""
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{path}: cannot read the solutions ({exc}) — save it as UTF-8 "
+                         "text") from None
+    for line in text.splitlines():
         m = SOLUTION_MARK.match(line)
         if m:
             if m.group(1) in sections:
@@ -123,20 +128,60 @@ def _registered(key: str) -> bool:
     return True
 
 
+def _read_notebook(notebook: Path) -> dict[str, Any]:
+    """The notebook's JSON, or a BuildError that names it and says what is wrong, in one line."""
+    try:
+        text = notebook.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{notebook}: cannot read it ({exc}) — is it a notebook saved by "
+                         "Jupyter?") from None
+    if not text.strip():
+        raise BuildError(f"{notebook}: the file is empty, not a notebook — open it in Jupyter "
+                         "and save it, or remove it from the chapters' folder")
+    try:
+        nb = json.loads(text)
+    except ValueError as exc:
+        raise BuildError(f"{notebook}: not a notebook (its JSON breaks at line {getattr(exc, 'lineno', '?')}: "
+                         f"{getattr(exc, 'msg', exc)}) — restore it from git, or open it in "
+                         "Jupyter and save it again") from None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
+        raise BuildError(f"{notebook}: not a notebook (no list of cells at its top level) — "
+                         "restore it from git, or open it in Jupyter and save it again")
+    return nb
+
+
+def _cubelab_tag(cell: Any, where: str) -> dict[str, Any]:
+    """The cell's `metadata.cubelab` (the exercise-cell convention), checked for its shape."""
+    if not isinstance(cell, dict):
+        raise BuildError(f"{where}: a cell is a {type(cell).__name__}, not an object — the "
+                         "notebook is damaged; restore it from git")
+    meta = cell.get("metadata", {})
+    tag = meta.get("cubelab", {}) if isinstance(meta, dict) else None
+    if not isinstance(tag, dict):
+        raise BuildError(f"{where}: metadata.cubelab is {json.dumps(tag)[:60]}; the convention "
+                         'is an object — write {"exercise": KEY, "role": "question" | "answer" | '
+                         '"check"} (docs/exercises.md)')
+    return tag
+
+
 def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
                   points: float = 1.0) -> Chapter:
     """Turn one chapter notebook into `out_dir/<stem>/<stem>.ipynb` (an nbgrader source)."""
-    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    nb = _read_notebook(notebook)
     stem = notebook.stem
     cells: list[dict[str, Any]] = nb.get("cells", [])
     seen: dict[str, list[str]] = {}
     exercises: list[str] = []
     out_cells = []
+    tags = [_cubelab_tag(c, f"{notebook.name} cell {i + 1}") for i, c in enumerate(cells)]
     for index, cell in enumerate(cells):
         cell = copy.deepcopy(cell)
-        tag = cell.get("metadata", {}).get("cubelab", {})
+        tag = tags[index]
         key, role = tag.get("exercise"), tag.get("role")
         where = f"{notebook.name} cell {index + 1}"
+        if key is not None and not isinstance(key, str):
+            raise BuildError(f"{where}: metadata.cubelab.exercise is {json.dumps(key)}; an "
+                             "exercise key is a string — write it as one, e.g. \"ch05.guard\"")
         if key is None:
             # the cell's nbformat id when it has one: stable when a teacher inserts a cell
             _nbgrader(cell, f"{stem}-{cell.get('id') or f'cell-{index + 1}'}", locked=True)
@@ -174,7 +219,7 @@ def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
         out_cells.append(cell)
         if (key is not None and index + 1 < len(cells)
                 and len(seen[key]) < len(ROLES)
-                and cells[index + 1].get("metadata", {}).get("cubelab", {}).get("exercise") != key):
+                and tags[index + 1].get("exercise") != key):
             raise BuildError(f"{where}: exercise {key!r} stops after its {role} cell; the "
                              "convention is three consecutive cells: question, answer, check")
     unknown = [k for k in seen if not _registered(k)]
@@ -193,8 +238,12 @@ def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
     nb.setdefault("metadata", {}).setdefault(
         "kernelspec", {"display_name": "Python 3", "language": "python", "name": "python3"})
     target = out_dir / stem / f"{stem}.ipynb"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise BuildError(f"{notebook.name}: cannot write {target} ({exc.strerror or exc}) — "
+                         "check that the course folder is writable (--course)") from None
     return Chapter(stem, target, exercises, points * len(exercises))
 
 

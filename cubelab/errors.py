@@ -188,7 +188,8 @@ class CompileNoticeWarning(UserWarning):
 
 
 class FailedTraceWarning(UserWarning):
-    """`inspect.trace` of a launch that failed: the steps end where the launch stopped."""
+    """`inspect.trace` or `inspect.access_map` of a launch that failed: the steps (accesses)
+    end where the launch stopped."""
 
 
 class LaunchError(CubeError):

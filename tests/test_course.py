@@ -270,3 +270,47 @@ def test_a_capstone_is_built_and_graded_like_a_chapter(tmp_path: Path) -> None:
     (notebooks / "notes.ipynb").write_text("{}")  # neither a chapter nor a capstone: left out
     (built,) = build(notebooks, tmp_path / "course")
     assert built.name == "capstone_fixture" and built.exercises == list(KEYS)
+
+
+def _damaged(tmp_path: Path, how: str) -> Path:
+    """A chapters folder holding one chapter broken in the way `how` names."""
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    path = folder / f"{CHAPTER}.ipynb"
+    nb = json.loads((FIXTURE / "notebooks" / f"{CHAPTER}.ipynb").read_text())
+    if how == "empty":
+        path.write_text("")
+    elif how == "not-json":
+        path.write_text('{"cells": [ {"cell_type": "code", ')
+    elif how == "cells-not-a-list":
+        path.write_text(json.dumps({"cells": "all of them"}))
+    elif how == "tag-is-a-string":
+        nb["cells"][1]["metadata"]["cubelab"] = "fixture.double"
+        path.write_text(json.dumps(nb))
+    elif how == "key-is-a-number":
+        nb["cells"][1]["metadata"]["cubelab"] = {"exercise": 7, "role": "question"}
+        path.write_text(json.dumps(nb))
+    elif how == "not-utf8":
+        path.write_bytes(b'{"cells": [], "x": "\xff\xfe"}')
+    return folder
+
+
+@pytest.mark.parametrize("how, says", [
+    ("empty", "the file is empty, not a notebook"),
+    ("not-json", "not a notebook (its JSON breaks at line 1"),
+    ("cells-not-a-list", "not a notebook (no list of cells"),
+    ("tag-is-a-string", 'cell 2: metadata.cubelab is "fixture.double"; the convention is an '
+                        "object"),
+    ("key-is-a-number", "cell 2: metadata.cubelab.exercise is 7; an exercise key is a string"),
+    ("not-utf8", "cannot read it"),
+])
+def test_a_damaged_chapter_stops_the_build_with_one_line_naming_the_notebook(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str, says: str) -> None:
+    folder = _damaged(tmp_path, how)
+    with pytest.raises(SystemExit) as info:
+        main(["course", "build", "--notebooks", str(folder), "--course", str(tmp_path / "c")])
+    message = str(info.value.code)
+    assert message.startswith("cubelab course build: ") and "\n" not in message
+    assert f"{CHAPTER}.ipynb" in message and says in message, message
+    assert " — " in message  # and what to do about it
+    assert "Traceback" not in capsys.readouterr().err

@@ -377,3 +377,49 @@ def test_the_unrolled_loops_are_marked_in_the_ir_and_only_where_the_driver_caps_
     if capped:
         assert "loop-unroll" in [p.name for p in ci.passes(k, client=client)]
         assert "unrolled x" in ci.wgsl(k, client=client)
+
+
+# -- N10: access maps and traces of launches that fail -------------------------------------------
+@cube(launch=True)
+def spins(out: SliceMut[u32]):
+    out[ABSOLUTE_POS] = u32(1)
+    x = u32(1)
+    while x != u32(0):
+        x = x | u32(1)
+    out[ABSOLUTE_POS] = x
+
+
+@cube(launch=True)
+def divides_u32(out: SliceMut[u32]):
+    out[ABSOLUTE_POS] = u32(1) / u32(2)
+
+
+def test_an_access_map_of_a_launch_the_loop_guard_stopped_says_it_is_not_the_whole_kernel(client):  # type: ignore[no-untyped-def]
+    from cubelab import inspect as ci
+    from cubelab.errors import FailedTraceWarning, LoopGuardError
+
+    out = up(client, u32, [0] * 4)
+    client.set_compilation_options(loop_budget=100)
+    try:
+        with pytest.warns(FailedTraceWarning, match="access map of `spins`: the launch failed"):
+            m = ci.access_map(spins.launch, client, ONE, CubeDim.new_1d(4), out)
+    finally:
+        from cubelab.ir.passes import DEFAULT_LOOP_BUDGET
+
+        client.set_compilation_options(loop_budget=DEFAULT_LOOP_BUDGET)
+    assert isinstance(m.failure, LoopGuardError)
+    assert "the launch FAILED (LoopGuardError" in m.report()
+    assert "among the recorded accesses" in m.report()
+    assert len(m.accesses) == 4  # the first store of every unit, before the loop
+
+
+@pytest.mark.parametrize("view", ["access_map", "trace"])
+def test_a_view_of_a_kernel_that_fails_to_compile_raises_its_error_with_the_caret(client, view):  # type: ignore[no-untyped-def]
+    from cubelab import inspect as ci
+
+    out = up(client, u32, [0] * 4)
+    with pytest.raises(KernelSourceError, match=r"`/` on u32 values") as info:
+        getattr(ci, view)(divides_u32.launch, client, ONE, CubeDim.new_1d(4), out)
+    assert "^" in str(info.value) and "hint: integer division is `//`" in str(info.value)
+    assert info.value.line == divides_u32.first_line + 2
+    del info

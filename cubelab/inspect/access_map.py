@@ -34,12 +34,13 @@ so a racy kernel usually computes the right answer here; the map is how you see 
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from cubelab.errors import CubeError, api_boundary
+from cubelab.errors import CubeError, FailedTraceWarning, api_boundary
 from cubelab.inspect.cost import CostTable
 from cubelab.runtime.cpu import cost as _cost
 from cubelab.runtime.cpu.access import (
@@ -80,6 +81,8 @@ class AccessMap:
     copied: bool = False  # the buffers were copied from another runtime first
     args: tuple[Any, ...] = ()  # the launch's arguments as run (CPU copies when `copied`)
     plane_width: int = _cost.DEFAULT_PLANE_WIDTH  # units per plane, for the cost records
+    # why the recorded launch failed (a loop guard, a fault): its accesses end where it stopped
+    failure: BaseException | None = None
     races: list[Race] = field(init=False)
     races_total: int = field(init=False)
     uninitialised: list[Access] = field(init=False)
@@ -226,8 +229,13 @@ class AccessMap:
                  f"{len(self.units)} units in {len(self.cubes)} cube(s), {self.phases} phase(s)"]
         if self.truncated:
             lines.append("  (recording truncated: only the first accesses are kept)")
+        if self.failure is not None:
+            first = str(self.failure).splitlines()[0] if str(self.failure) else ""
+            lines.append(f"  the launch FAILED ({type(self.failure).__name__}: {first}): the "
+                         "accesses end where it stopped, so this is not the whole kernel")
         if not (self.races or self.uninitialised or self.oob or self.nonfinite):
-            lines.append("no race, no uninitialised shared read, no out-of-bounds access")
+            among = " among the recorded accesses" if self.failure is not None else ""
+            lines.append(f"no race, no uninitialised shared read, no out-of-bounds access{among}")
         for r in self.races:
             lines.append(f"  {r}")
         if self.races_total > len(self.races):
@@ -277,7 +285,7 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
     from finite operands (`.nonfinite`). `plane_width` groups units into planes for the cost
     records (None: the plane size of `client`'s device, 32 where it gives none)."""
     from cubelab.inspect.peaks import plane_width as device_plane_width
-    from cubelab.inspect.trace import run_recorded
+    from cubelab.inspect.trace import failure_of, run_recorded
 
     width = device_plane_width(client) if plane_width is None else plane_width
     _cost.check_width(width)
@@ -303,8 +311,14 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
     log, report, definition, _counts = result
     per = cube_dim.num_units
     units = [c * per + u for c in chosen for u in range(per)]
-    return AccessMap(definition.name, log.table(), dict(log.arrays), chosen, units,
-                     list(log.oob), 1, cube_dim.as_tuple() if hasattr(cube_dim, "as_tuple")
-                     else tuple(cube_dim), list(definition.source_lines), definition.first_line,
-                     log.truncated, list(getattr(report, "nonfinite", []) or []), client, copied,
-                     tuple(args), int(width))
+    m = AccessMap(definition.name, log.table(), dict(log.arrays), chosen, units,
+                  list(log.oob), 1, cube_dim.as_tuple() if hasattr(cube_dim, "as_tuple")
+                  else tuple(cube_dim), list(definition.source_lines), definition.first_line,
+                  log.truncated, list(getattr(report, "nonfinite", []) or []), client, copied,
+                  tuple(args), int(width), failure_of(client, args))
+    if m.failure is not None:
+        warnings.warn(FailedTraceWarning(
+            f"access map of `{m.kernel}`: the launch failed, so its accesses end where it "
+            f"stopped (`AccessMap.failure`): {type(m.failure).__name__}: {m.failure}"),
+            stacklevel=2)
+    return m

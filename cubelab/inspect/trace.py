@@ -165,7 +165,7 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
     tracer, report, definition = result
     t = Trace(definition.name, units_t, tracer.steps, print_kernel(definition),
               list(definition.source_lines), definition.first_line, report, tracer.truncated,
-              client, copied, failure=_failure_of(client, args), unit=units_t[0])
+              client, copied, failure=failure_of(client, args), unit=units_t[0])
     if t.failure is not None:
         warnings.warn(FailedTraceWarning(
             f"trace of `{t.kernel}`: the launch failed, so its steps end where it stopped "
@@ -173,7 +173,7 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
     return t
 
 
-def _failure_of(client: Any, args: tuple[Any, ...]) -> BaseException | None:
+def failure_of(client: Any, args: tuple[Any, ...]) -> BaseException | None:
     """The root cause a traced launch left on its buffers (a failure is buffer state: the
     launch itself returned normally, with its steps cut off where it stopped)."""
     handles = [a.handle for x in args for a in aggregate_launch.host_values(x)
@@ -209,9 +209,15 @@ def run_recorded(client: Any, launcher: Any, cube_count: Any, cube_dim: Any,
         finally:
             result = runner.call(getattr(server, f"end_{recorder}"))
     if result is None:
+        cause = failure_of(client, args)
+        if isinstance(cause, CubeError):
+            # it failed to compile (or was refused): say why, with the kernel line and caret
+            raise cause.with_traceback(None)
         raise CubeError(
-            f"the {recorder.rstrip('e')}ed launch did not run (it failed to compile, was gated, "
-            "skipped, or is a dry run); read one of its output buffers to see why")
+            f"the {recorder.rstrip('e')}ed launch did not run: it was gated (a zero cube count), "
+            f"skipped or a dry run{f' ({type(cause).__name__}: {cause})' if cause else ''}"
+            "\n  hint: launch it outside `dry_run()` with a non-zero CubeCount, or read one of "
+            "its output buffers to see why")
     return result, client, args, copied
 
 

@@ -189,25 +189,40 @@ class Client:
         too_big = allocation_refusal(handle.size, server.properties, server.name)
         if too_big is not None:  # no collection can change this one: say it at once
             raise ResourceError(too_big)
+        # Dropping the handle releases its memory from before the device allocates it: a
+        # Ctrl-C while this thread waits for the device leaves the allocation to finish there,
+        # and the release then queued behind it gives the memory back. (Releasing an id the
+        # device never allocated, after a refusal, does nothing.)
+        handle._release = self._post_release
         try:
-            call(server.alloc, handle, raw, stream, zero)
-        except ResourceError:
-            # Handles caught in reference cycles die only when the collector runs (CubeCL's
-            # handles die at the end of their scope): collect, let the releases that posts
-            # reach the pool, give unused pages back, and try once more.
-            gc.collect()
-            call(server.memory_cleanup)
-            call(server.alloc, handle, raw, stream, zero)
-        handle._release = self._post_release  # from now on, dropping it releases its memory
-        if self.events.active:
-            self.events.publish(ev.BufferCreated(handle.id, handle.size))
+            try:
+                call(server.alloc, handle, raw, stream, zero)
+            except ResourceError:
+                # Handles caught in reference cycles die only when the collector runs (CubeCL's
+                # handles die at the end of their scope): collect, let the releases that posts
+                # reach the pool, give unused pages back, and try once more.
+                gc.collect()
+                call(server.memory_cleanup)
+                call(server.alloc, handle, raw, stream, zero)
+            if self.events.active:
+                self.events.publish(ev.BufferCreated(handle.id, handle.size))
+        except BaseException:
+            # The caller never gets the handle; a traceback kept for `%debug` would hold it
+            # (and its memory) until the next error: release it now, not when the frame goes.
+            if not handle.released:
+                handle._free()
+            raw = None  # nor the data
+            raise
         return handle
 
     @api_boundary
     def create_from_slice(self, data: Any) -> Handle:
         """A new buffer holding `data` (bytes, or anything with `.tobytes()`)."""
         raw = _as_bytes(data)
-        return self._alloc(Handle.new(len(raw), self._device.id), raw)
+        try:
+            return self._alloc(Handle.new(len(raw), self._device.id), raw)
+        finally:
+            del raw  # an interrupted call's traceback keeps this frame, not a copy of the data
 
     @api_boundary
     def empty(self, size: int) -> Handle:

@@ -297,6 +297,7 @@ class EventBus:
 
         def unsubscribe() -> None:
             with self._lock:
+                self._warned.discard(id(fn))  # the id may name another subscriber later
                 self._subs = tuple(s for s in self._subs if s is not entry)
                 self._wanted = {}
                 self.active = bool(self._subs)
@@ -309,7 +310,14 @@ class EventBus:
                 continue
             try:
                 fn(event)
-            except Exception as exc:  # a view must never break a launch
+            except BaseException as exc:  # a view must never break a launch
+                # A Ctrl-C on the calling thread stops the caller (every place that publishes
+                # there is safe to stop at). Anywhere else nobody can press one: a subscriber
+                # raised it itself, and the device thread's bookkeeping must go on — a
+                # KeyboardInterrupt from a BufferClaimed view left its buffer "claimed".
+                if not isinstance(exc, Exception) and \
+                        threading.current_thread() is threading.main_thread():
+                    raise
                 if id(fn) not in self._warned:
                     self._warned.add(id(fn))
                     warnings.warn(
