@@ -185,19 +185,18 @@ class LoopGuard:
         return kernel
 
 
-# LoopUnroll's measure: the most ops (counted in the IR, nested loops times their own factor)
-# one unrolled loop may grow to, and the largest factor. 256 lets a small body (a serial sum,
-# an LCG step) run 65 535 × 256 ≈ 1.7 × 10^7 iterations per unit on lavapipe; the budget keeps
-# what lavapipe must compile bounded (measured: a 2-op body unrolled 256 times compiles in
-# ≈ 0.4 s there, a 10-op one in 1.6 s — hence the budget, not a fixed factor).
-UNROLL_OPS = 1024
+# LoopUnroll's measure of what a copy of a loop body costs lavapipe to compile, in units of one
+# plain op, measured on its LLVM (`benchmarks/long_loops.py`): a global or shared load or atomic
+# ≈ 70 plain ops, a store whose index is tested (`bounds_tests`: a branch per copy) ≈ 270, an
+# untested store ≈ 70, an `if` ≈ 8. The budget keeps one unrolled loop at ≈ 0.3 s of compile
+# there; the factor is at most 256 for a `for` (65 535 × 256 ≈ 1.7 × 10^7 iterations per unit —
+# an arithmetic body such as an LCG step gets all of it) and 16 for a `while`, whose copies each
+# test the condition (a `while` compiles far slower per copy: an LCG step ×85 took ≈ 2 s).
+UNROLL_BUDGET = 2048
 UNROLL_MAX = 256
-# A `while` (a trip count not known ahead, so every copy tests the condition and counts for
-# the guard) costs lavapipe far more to compile per copy: measured on an LCG step, ×16 ≈ no
-# cost, ×85 ≈ 2 s. At most ×16: 65 535 × 16 ≈ 10^6 iterations per unit, about the CPU
-# runtime's own cap on one loop (2^20).
 UNROLL_MAX_WHILE = 16
-# A loop whose comptime bounds run at most this many times is left alone.
+_COST_MEMORY, _COST_TESTED_STORE, _COST_BRANCH = 64, 256, 8
+# A loop whose comptime bounds run it at most this many times is left alone.
 UNROLL_SHORT = 4096
 _UNIFORM_OPS = ("sync.", "plane.")  # a loop holding these stays as written (uniform control flow)
 
@@ -211,21 +210,36 @@ class LoopUnroll:
     `driver_loop_limit × K` iterations per unit runs to its end. The meaning of the program does
     not change: `unroll` is how to spell the loop, and a target may ignore it.
 
-    Contract: K is chosen per loop from its size (`UNROLL_OPS`, `UNROLL_MAX`); a loop holding a
-    barrier or plane op keeps K = 1 (its copies would need uniform control flow), as does a
-    loop whose comptime bounds run it at most `UNROLL_SHORT` times. The loop guard still counts
-    every iteration and still says when the driver cut a loop — past the larger cap. The trap:
-    the count is per unit for all loops together, so nested loops share it; an outer loop
-    whose body is already large stays at K = 1 and counts one step per trip."""
+    Contract: K is chosen per loop from what its body costs to compile (`UNROLL_BUDGET`, the
+    op costs above, `UNROLL_MAX`, `UNROLL_MAX_WHILE`); a loop holding a barrier or plane op
+    keeps K = 1 (its copies would need uniform control flow), as does a loop whose comptime
+    bounds run it at most `UNROLL_SHORT` times. The loop guard still counts every iteration and
+    still says when the driver cut a loop — past the larger cap. The trap: the driver's count
+    is per unit for all loops together, so nested loops share it; an outer loop whose body is
+    already costly stays at K = 1 and counts one step per trip."""
 
     driver_loop_limit: int = 65535
     name: str = "loop-unroll"
 
     def run(self, kernel: KernelDefinition) -> None:
+        from cubelab.ir.analysis import bounds_tests
+
+        self._tested = set(bounds_tests(kernel))
         self._block(kernel.body, {})
 
+    def _cost(self, op: Op) -> int:
+        if op.name in ("memory.load", "memory.store", "sync.uniform_load") or \
+                op.name.startswith("atomic."):
+            ptr = op.operands[0]
+            if getattr(ptr.type, "space", "function") == "function":
+                return 1  # a local: a register once LLVM is done with it
+            if op.name == "memory.store" and ptr.id in self._tested:
+                return _COST_TESTED_STORE
+            return _COST_MEMORY
+        return _COST_BRANCH if op.name in ("scf.if", "scf.switch") else 1
+
     def _block(self, block: Block, consts: dict[int, int]) -> int:
-        """Mark the loops in `block`; return its size in ops (loops as unrolled)."""
+        """Mark the loops in `block`; return what it costs (loops as unrolled)."""
         size = 0
         for op in block.ops:
             if op.name == "arith.constant" and isinstance(op.attrs.get("value"), int):
@@ -236,7 +250,7 @@ class LoopUnroll:
                 if k > 1:
                     op.attrs = {**op.attrs, "unroll": k}
                 inner *= k
-            size += 1 + inner
+            size += self._cost(op) + inner
         return size
 
     def _factor(self, op: Op, size: int, consts: dict[int, int]) -> int:
@@ -247,7 +261,7 @@ class LoopUnroll:
             if step > 0 and (end - start) // step <= UNROLL_SHORT:
                 return 1
         top = UNROLL_MAX if op.name == "scf.for" else UNROLL_MAX_WHILE
-        return min(top, UNROLL_OPS // max(size, 1))
+        return min(top, UNROLL_BUDGET // max(size, 1))
 
 
 def loop_guard_message(kernel: KernelDefinition, guard: int, driver: bool, budget: int | None,

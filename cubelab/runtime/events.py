@@ -260,6 +260,16 @@ class CacheCleared(Event):
     reason: str
 
 
+@dataclass(slots=True, eq=False)
+class CacheEvicted(Event):
+    """The pipeline cache was full (`Server.pipeline_cache_size`): the kernel compiled longest
+    ago was dropped; its next launch compiles it again."""
+
+    kernel: str
+    kernel_id: Any
+    kept: int  # compiled kernels the cache holds after the eviction
+
+
 Subscriber = Callable[[Event], Any]
 
 

@@ -269,6 +269,16 @@ class CpuServer(Server):
     def build_pipeline(self, entry: PipelineEntry) -> None:
         entry.pipeline = Plan(entry.definition)
 
+    def forget_pipeline(self, entry: PipelineEntry) -> None:
+        # the views cache is keyed by id(plan): a plan that dies must take its entries along,
+        # or a new plan born at the same address would be handed the old one's views
+        plan, kid = id(entry.pipeline), entry.kernel_id
+        for key in [k for k in self._bound if k[0] == plan]:
+            del self._bound[key]
+        self._traced_plans.pop(kid, None)
+        for key in [k for k in self._instrumented_plans if k[0] == kid]:
+            del self._instrumented_plans[key]
+
     # -- calling-thread requests (run on the device thread, in submission order) ---------------
     def set_oob_mode(self, mode: str) -> None:
         _check_mode(mode)

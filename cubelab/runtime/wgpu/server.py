@@ -420,6 +420,17 @@ class WgpuServer(Server):
             raise self._compile_error(entry, str(exc)) from None
         entry.layout = bgl
 
+    def forget_pipeline(self, entry: PipelineEntry) -> None:
+        kid = entry.kernel_id
+        stale = [k for k in self._groups if k[0] == kid]
+        for k in stale:
+            del self._groups[k]
+        if stale:
+            self._generation += 1  # a prepared launch may hold one of those groups
+        for open_ in self._open.values():  # an open pass may still name it as the one set last
+            if open_[2] is entry.pipeline:
+                open_[2] = open_[3] = None
+
     def _compile_error(self, entry: PipelineEntry, message: str) -> CompileError:
         # parse errors say "┌─ wgsl:12:5", validation errors "┌─ :12:5"
         m = re.search(r"┌─ [^:\n]*:(\d+):(\d+)", message)
