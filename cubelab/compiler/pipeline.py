@@ -50,20 +50,21 @@ class ExecutionMode(Enum):
 def select_passes(mode: ExecutionMode, options: CompilationOptions,
                   limits: "Limits | None" = None) -> PassManager:
     """The passes a kernel compiled in `mode` goes through (the one pass-selection rule): for a
-    checked launch CheckedIo, then the loop guard unless it is off; then, for every launch, the
-    options' `extra_passes` in order — each checked by the IR verifier after it runs; last, on
-    a device whose driver ends loops by itself (`driver_loop_limit`: lavapipe), LoopUnroll, so
-    a correct long loop — a student's pass's too — runs to its end there."""
+    checked launch CheckedIo, then the loop guard unless it is off; on a device whose driver
+    ends loops by itself (`driver_loop_limit`: lavapipe), LoopUnroll, so a correct long loop
+    runs to its end there; then, for every launch, the options' `extra_passes` in order —
+    each checked by the IR verifier after it runs (a loop a student's pass keeps keeps its
+    `unroll`)."""
     passes: list = []
     if mode is ExecutionMode.Checked:
         passes.append(CheckedIo(options.checked_io))
         if options.loop_budget is not None:
             passes.append(LoopGuard(options.loop_budget))
-    builtin = len(passes)
-    passes.extend(options.extra_passes)
     cap = getattr(limits, "driver_loop_limit", None)
     if cap is not None:
         passes.append(LoopUnroll(cap))
+    builtin = len(passes)
+    passes.extend(options.extra_passes)
     return PassManager(passes, checked_from=builtin)
 
 

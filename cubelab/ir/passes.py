@@ -221,11 +221,17 @@ class LoopUnroll:
     driver_loop_limit: int = 65535
     name: str = "loop-unroll"
 
-    def run(self, kernel: KernelDefinition) -> None:
+    # whether the last run marked any loop (the manager then skips printing its "after")
+    changed: bool = True
+
+    def run(self, kernel: KernelDefinition) -> KernelDefinition:
         from cubelab.ir.analysis import bounds_tests
 
         self._tested = set(bounds_tests(kernel))
+        self._marked = 0
         self._block(kernel.body, {})
+        self.changed = self._marked > 0
+        return kernel
 
     def _cost(self, op: Op) -> int:
         if op.name in ("memory.load", "memory.store", "sync.uniform_load") or \
@@ -249,6 +255,7 @@ class LoopUnroll:
                 k = self._factor(op, inner, consts)
                 if k > 1:
                     op.attrs = {**op.attrs, "unroll": k}
+                    self._marked += 1
                 inner *= k
             size += self._cost(op) + inner
         return size

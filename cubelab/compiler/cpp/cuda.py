@@ -23,10 +23,12 @@ zero before the launch, read after it as WGSL's `guard_status` is (`ir/passes.py
 `extern "C"` keeps the entry's name unmangled, so `cuModuleGetFunction(entry)` finds it. The grid
 is the cube count, the block the cube dim.
 
-Why the defined forms (`defined_integer_edges`, `loop_guard`): this source runs, and the runtimes
-never disagree — x / 0, i32 MIN / -1, i32 overflow, out-of-range float→int casts and pow of a
-negative base are spelled as the IR defines them (OPS), where plain C++ would be undefined or
-differ from the CPU runtime.
+Why the defined forms (`defined_integer_edges`, `loop_guard`, `bounds_tests`): this source runs,
+and the runtimes never disagree — x / 0, i32 MIN / -1, i32 overflow, out-of-range float→int casts
+and pow of a negative base are spelled as the IR defines them (OPS), where plain C++ would be
+undefined or differ from the CPU runtime; an index that may be out of range (2^30 items and past
+included) is tested before the access — a load gives 0, a store or atomic is dropped — where a
+GPU would fault or touch a neighbour's memory (no robust access in CUDA).
 
 Traps:
 - plane ops work over the *active* units (`__activemask()`), as the IR says; the helpers below
@@ -102,6 +104,7 @@ class Cuda(Dialect):
     shared_decl = "__shared__"
     defined_integer_edges = True
     loop_guard = True
+    bounds_tests = True
     float_rem, fma = "fmodf", "fmaf"
     math = {**{fn: f"{fn}f({{}})" for fn in MATH_SAME if fn != "abs"},
             **{fn: f"{fn}f({{}})" for fn in ("trunc", "sinh", "cosh", "asin", "acos", "atan",

@@ -64,6 +64,9 @@ class Dialect:
     nonzero = " != 0"
     defined_integer_edges = False
     loop_guard = False
+    # whether accesses whose index may be out of range are tested (OPS' `memory.index` rule:
+    # a load gives 0, a store or atomic is dropped; `ir/analysis.py` bounds_tests)
+    bounds_tests = False
     float_rem = "fmod"
     fma = "fma"
     # math.unary fn -> a format string of the operand ("sqrt({})"); every MATH_UNARY_FNS entry

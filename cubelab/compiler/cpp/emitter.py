@@ -47,7 +47,7 @@ from cubelab.compiler.base import (CodegenError, CompiledSource, InfoReads, Info
                                    LowersPluginOps, lowerings, plugin_spelling)
 from cubelab.compiler.info import info_layout
 from cubelab.compiler.spelling import BINARY, COMPARE, LOGICAL, REMAINDER, UNARY
-from cubelab.ir.analysis import all_ops, buffer_io, max_value_id
+from cubelab.ir.analysis import all_ops, bounds_tests, buffer_io, max_value_id
 from cubelab.ir.core import Block, KernelDefinition, Loc, Op, Value
 from cubelab.ir.passes import GUARD_BUDGET
 from cubelab.ir.types import Array, Atomic, Elem, Pointer, RuntimeArray, Ty
@@ -132,6 +132,10 @@ class CEmitter(InfoReads):
         self.dropped_prints: list[int | None] = []  # kernel lines of debug_prints shown as comments
         # the loop guard (ir/passes.py LoopGuard), where the dialect runs it
         self.guarded = dialect.loop_guard and kernel.loop_budget is not None
+        # the indices that may be out of range (`ir/analysis.py` bounds_tests), and for each
+        # pointer made from one the test that its item exists (OPS' `memory.index` rule)
+        self.bounds = bounds_tests(kernel, ops) if dialect.bounds_tests else {}
+        self.inside: dict[int, str] = {}
 
     # -- names and lines ----------------------------------------------------------------------
     def fresh(self) -> str:
@@ -460,13 +464,34 @@ class CEmitter(InfoReads):
         ptr_ty = self.pointer_type(space, r.type.pointee, const)
         self.line(f"{ptr_ty} {r.name} = &{target}[{self.value(index)}];")
         self.ptr_space[r.id] = (space, const)
+        test = self.bounds.get(r.id)
+        if test is not None:
+            # OPS' rule, spelled out: out of range, a load gives zero and a store or atomic is
+            # dropped — never left to the device (CUDA faults, or reads a neighbour's data).
+            # Forming the address is harmless; only the accesses below are guarded.
+            length = (self._static_meta(self.slots.length(op)) if test.length is None
+                      else self.literal(test.length, Elem.U32))
+            self.inside[r.id] = f"{self.value(index)} < {length}"
+
+    def _tested(self, op: Op, expr: str) -> str:
+        """A read through operand 0: `expr`, or zero where the item does not exist (a C
+        conditional evaluates only the branch it takes: no out-of-range read happens)."""
+        test = self.inside.get(op.operands[0].id)
+        if test is None:
+            return expr
+        return f"({test}) ? {expr} : {self.type(op.result.type)}{{}}"
+
+    def _write(self, stmt: str, ptr: Value) -> None:
+        """A write through `ptr`, dropped where the item does not exist."""
+        test = self.inside.get(ptr.id)
+        self.line(stmt if test is None else f"if ({test}) {{ {stmt} }}")
 
     def op_memory_load(self, op: Op) -> None:
-        self.let(op, self.deref(op.operands[0]))
+        self.let(op, self._tested(op, self.deref(op.operands[0])))
 
     def op_memory_store(self, op: Op) -> None:
         ptr, value = op.operands
-        self.line(f"{self.deref(ptr)} = {self.value(value)};")
+        self._write(f"{self.deref(ptr)} = {self.value(value)};", ptr)
 
     def op_var_declare(self, op: Op) -> None:
         r = op.result
@@ -507,25 +532,53 @@ class CEmitter(InfoReads):
         self.line(self.d.barrier("cube"))
         ptr = op.operands[0]
         if isinstance(getattr(ptr.type, "pointee", None), Atomic):
-            self.let(op, self.d.atomic_load(self.address(ptr), self.type(op.result.type)))
+            self.let(op, self._tested(op, self.d.atomic_load(self.address(ptr),
+                                                             self.type(op.result.type))))
         else:
-            self.let(op, self.deref(ptr))
+            self.let(op, self._tested(op, self.deref(ptr)))
 
     def op_atomic_load(self, op: Op) -> None:
-        self.let(op, self.d.atomic_load(self.address(op.operands[0]),
-                                        self.type(op.result.type)))
+        self.let(op, self._tested(op, self.d.atomic_load(self.address(op.operands[0]),
+                                                         self.type(op.result.type))))
 
     def op_atomic_store(self, op: Op) -> None:
         ptr, value = op.operands
-        self.line(self.d.atomic_store(self.address(ptr), self.value(value)) + ";")
+        self._write(self.d.atomic_store(self.address(ptr), self.value(value)) + ";", ptr)
 
     def op_atomic_rmw(self, op: Op) -> None:
         ptr, value = op.operands
-        self.let(op, self.d.atomic_rmw(op.attrs["kind"], self.address(ptr), self.value(value)))
+        expr = self.d.atomic_rmw(op.attrs["kind"], self.address(ptr), self.value(value))
+        test = self.inside.get(ptr.id)
+        if test is None:
+            self.let(op, expr)
+            return
+        old = self.fresh()  # dropped out of range: the old value is zero
+        self.line(f"{self.type(op.result.type)} {old} = {{}};")
+        self.line(f"if ({test}) {{ {old} = {expr}; }}")
+        self.let(op, old)
 
     def op_atomic_cas(self, op: Op) -> None:
         ptr, cmp, new = op.operands
-        self.d.atomic_cas(self, op, self.address(ptr), self.value(cmp), self.value(new))
+        test = self.inside.get(ptr.id)
+        if test is None:
+            self.d.atomic_cas(self, op, self.address(ptr), self.value(cmp), self.value(new))
+            return
+        # out of range the exchange is dropped and the old value is zero: the dialect writes
+        # its exchange into a scope of its own, under the test, for a stand-in of the op
+        old = self.fresh()
+        self.line(f"{self.type(op.result.type)} {old} = {{}};")
+        self.line(f"if ({test}) {{")
+        inner = Op(op.name, op.operands, [Value(self.next_id, op.result.type)], op.attrs, [],
+                   op.loc)
+        self.next_id += 1
+        self.scopes.append(_Scope())
+        try:
+            self.d.atomic_cas(self, inner, self.address(ptr), self.value(cmp), self.value(new))
+        finally:
+            self.scopes.pop()
+        self.line(f"    {old} = {inner.result.name};")
+        self.line("}")
+        self.let(op, old)
 
     # plane (subgroup) ops: the dialect's functions, per component
     def op_plane_reduce(self, op: Op) -> None:

@@ -27,8 +27,10 @@ Traps:
 - the info block's counts come from `compiler/info.py` (the layout the runtime packs), not from
   CubeCL's padding (the seed prints `scalars_f32[2]` for one scalar);
 - integer edge cases the IR defines (x / 0, i32 MIN / -1, shifts by >= 32, i32 overflow) are
-  plain C++ operators here, as CubeCL writes them: undefined on Metal. This text is for reading
-  (`defined_integer_edges` is off); the targets that run follow `OPS` to the letter;
+  plain C++ operators here, as CubeCL writes them: undefined on Metal, and so are accesses past
+  an array's end (no bounds tests: the seed's lines stay the seed's). This text is for reading
+  (`defined_integer_edges` and `bounds_tests` are off); the targets that run follow `OPS` to the
+  letter;
 - builtins are kernel parameters with attributes, declared only when read, in the seed's order.
 """
 
