@@ -423,3 +423,20 @@ def test_a_view_of_a_kernel_that_fails_to_compile_raises_its_error_with_the_care
     assert "^" in str(info.value) and "hint: integer division is `//`" in str(info.value)
     assert info.value.line == divides_u32.first_line + 2
     del info
+
+
+@cube(launch=True)
+def constant_past_shared(x: Slice[f32], out: SliceMut[f32]):
+    s = SharedMemory[f32](8)
+    a = Array[f32](4)
+    s[UNIT_POS] = x[UNIT_POS]
+    sync_cube()
+    s[u32(8)] = f32(5.0)  # a typed constant: past the end, dropped (naga would refuse `s[8u]`)
+    a[u32(4)] = f32(6.0)
+    out[UNIT_POS] = s[u32(8)] + a[u32(4)] + s[u32(7) - UNIT_POS]
+
+
+def test_a_typed_constant_index_past_a_local_or_shared_array_compiles_and_reads_zero(client):  # type: ignore[no-untyped-def]
+    x, out = up(client, f32, range(1, 9)), up(client, f32, [9] * 8)
+    constant_past_shared.launch(client, ONE, CubeDim.new_1d(8), x, out)
+    np.testing.assert_array_equal(read(client, f32, out), [8, 7, 6, 5, 4, 3, 2, 1])

@@ -378,9 +378,16 @@ class _Emitter(InfoReads):
     def op_memory_index(self, op: Op) -> None:
         base, index = op.operands
         r = op.result
-        self.stmt(f"let {r.name} = &{self.place[base.id]}[{index.name}];", op.loc)
-        self.place[r.id] = f"(*{r.name})"
         test = self.bounds.get(r.id)
+        at = index.name
+        if test is not None and test.length is not None:
+            # naga refuses a fixed-size array indexed past its end by a value it can fold
+            # (`s[64u]` on 64 items) — the access under the test below never happens, but the
+            # expression must still validate: index it at min(i, n - 1), which is i wherever
+            # the test lets the access through.
+            at = f"min({index.name}, {test.length - 1}u)"
+        self.stmt(f"let {r.name} = &{self.place[base.id]}[{at}];", op.loc)
+        self.place[r.id] = f"(*{r.name})"
         if test is not None:
             # OPS' rule, spelled out: out of range, a load gives zero and a store or an atomic
             # is dropped. Not left to the driver: lavapipe computes the byte offset in 32 bits
