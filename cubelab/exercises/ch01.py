@@ -7,12 +7,12 @@ the kernel exercises are checked on two geometries, the chapter's and one that i
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from cubelab.exercises import Misconception, variants
-from cubelab.exercises.kinds import KernelExercise, ValueExercise
+from cubelab.exercises.kinds import Geometry, KernelExercise, ValueExercise
 from cubelab.prelude import *  # noqa: F403
 
 SENTINEL = -1.0  # what an item nobody wrote still holds
@@ -115,19 +115,8 @@ def _units_in_a_launch(v: Any) -> ValueExercise:
 
 # -- kernels to a spec, on two geometries ------------------------------------------------------------
 
-class Geometry(NamedTuple):
-    """A launch: `cubes` cubes of `units` units over `n` items."""
-
-    cubes: int
-    units: int
-    n: int
-
-    def __str__(self) -> str:
-        return f"{self.n} items, {self.cubes} cubes of {self.units} units"
-
-
-CHAPTER = Geometry(3, 4, 10)  # the chapter's launch: three cubes of four units, ten items
-YOURS = [Geometry(2, 8, 13), Geometry(4, 2, 7), Geometry(2, 6, 11)]
+CHAPTER = Geometry(10, 3, 4)  # the chapter's launch: ten items, three cubes of four units
+YOURS = [Geometry(13, 2, 8), Geometry(7, 4, 2), Geometry(11, 2, 6)]
 
 
 def _items(g: Geometry) -> dict[str, np.ndarray]:
@@ -136,9 +125,7 @@ def _items(g: Geometry) -> dict[str, np.ndarray]:
 
 
 def _launch_x_out(kernel: Any, client: Any, h: dict[str, Any], g: Geometry) -> None:
-    kernel.launch(client, CubeCount.Static(g.cubes), CubeDim.new_1d(g.units),  # noqa: F405
-                  BufferArg.from_raw_parts(h["x"], g.n),  # noqa: F405
-                  BufferArg.from_raw_parts(h["out"], g.n))  # noqa: F405
+    g.launch(kernel.launch, client, h, "x", "out")
 
 
 @cube(launch=True)  # noqa: F405

@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cubelab.exercises import Misconception, variants
-from cubelab.exercises.kinds import KernelExercise, ValueExercise
+from cubelab.exercises.kinds import (Geometry, KernelExercise, ValueExercise, first_seen,
+                                     launches_that_compile)
 from cubelab.exercises.seed000 import saxpy
 from cubelab.prelude import *  # noqa: F403
 from cubelab.runtime import events as ev
@@ -103,25 +104,8 @@ PROGRAMS = [
 
 def _expanding(client: Any, program: tuple[tuple[int, float], ...]) -> list[int]:
     """The launches (1-based) that reached `define` → `expand` (a CompileStarted)."""
-    client.clear_cache()
-    out = []
-    for i, (width, a) in enumerate(program, 1):
-        with client.events.record(ev.CompileStarted) as rec:
-            _saxpy(width, a)(client)
-            client.sync()
-        if rec.of(ev.CompileStarted):
-            out.append(i)
-    return out
-
-
-def _first_seen(items: Any) -> list[int]:
-    seen: set[Any] = set()
-    out = []
-    for i, item in enumerate(items, 1):
-        if item not in seen:
-            seen.add(item)
-            out.append(i)
-    return out
+    return launches_that_compile(client, [lambda w=w, a=a: _saxpy(w, a)(client)
+                                          for w, a in program])
 
 
 @variants("ch02.which_launches_expand", [dict(program=p) for p in PROGRAMS])
@@ -146,7 +130,7 @@ def _which_launches_expand(v: Any) -> ValueExercise:
                           "That has every launch call expand. expand runs in define, and define "
                           "only on a cache miss."),
             Misconception("the scalar is part of the key",
-                          lambda v: _first_seen(v.program),
+                          lambda v: first_seen(v.program),
                           "That counts a new value of the scalar `a` as a new kernel. A scalar "
                           "is runtime data: its KernelId part is `()`."),
         ],
@@ -267,33 +251,18 @@ def _if_ops_exercise(v: Any) -> ValueExercise:
 
 # -- 2.4 a generic kernel with a scalar ------------------------------------------------------------
 
-class ScaleCase(NamedTuple):
-    n: int
-    cubes: int
-    units: int
-
-    def __str__(self) -> str:
-        return f"{self.n} items, {self.cubes} cubes of {self.units} units, a = {self.a}"
-
-    @property
-    def a(self) -> float:
-        return {8: 1.5, 11: -2.0, 6: 0.25, 20: 3.0}.get(self.n, 2.0)
+SCALE_A = {8: 1.5, 11: -2.0, 6: 0.25, 20: 3.0}  # the scalar of each size's launch
+SCALE_CHAPTER = Geometry(8, 2, 4)
+SCALE_YOURS = [Geometry(11, 3, 4), Geometry(6, 1, 8), Geometry(20, 2, 16)]
 
 
-SCALE_CHAPTER = ScaleCase(8, 2, 4)
-SCALE_YOURS = [ScaleCase(11, 3, 4), ScaleCase(6, 1, 8), ScaleCase(20, 2, 16)]
+def _scale_inputs(g: Geometry) -> dict[str, np.ndarray]:
+    x = np.array([1, -2, 3, -4, 5, -6, 7, -8] * 3, dtype=np.float32)[: g.n]
+    return {"x": x, "out": np.full(g.n, -1.0, dtype=np.float32)}
 
 
-def _scale_inputs(size: ScaleCase) -> dict[str, np.ndarray]:
-    x = np.array([1, -2, 3, -4, 5, -6, 7, -8] * 3, dtype=np.float32)[: size.n]
-    return {"x": x, "out": np.full(size.n, -1.0, dtype=np.float32)}
-
-
-def _launch_scale(kernel: Any, client: Any, h: dict[str, Any], size: ScaleCase) -> None:
-    kernel.launch[f32](client, CubeCount.Static(size.cubes),  # noqa: F405
-                       CubeDim.new_1d(size.units), size.a,  # noqa: F405
-                       BufferArg.from_raw_parts(h["x"], size.n),  # noqa: F405
-                       BufferArg.from_raw_parts(h["out"], size.n))  # noqa: F405
+def _launch_scale(kernel: Any, client: Any, h: dict[str, Any], g: Geometry) -> None:
+    g.launch(kernel.launch[f32], client, h, "x", "out", before=(SCALE_A[g.n],))  # noqa: F405
 
 
 @cube(launch=True)  # noqa: F405
@@ -320,7 +289,7 @@ def _generic_scale(v: Any) -> KernelExercise:
         "ch02.generic_scale", "A generic kernel with a scalar",
         "Write `scale(a: f32, x: Slice[F], out: SliceMut[F])` with `out[i] = a * x[i]`. It is "
         "launched as `scale.launch[f32](client, count, dim, a, x, out)` on 8 items (two cubes "
-        f"of four units, a = 1.5) and on yours ({v.yours}).",
+        f"of four units, a = 1.5) and on yours ({v.yours}, a = {SCALE_A[v.yours.n]}).",
         "`a` is an f32 (a scalar argument takes a concrete type); `x[i]` is an F. CubeCL checks "
         "the kernel for every F, so the two do not multiply until `a` is an F too: "
         "`F.cast_from(a) * x[i]`. Guard with the length.",
@@ -331,6 +300,6 @@ def _generic_scale(v: Any) -> KernelExercise:
         "`x[i] + F.cast_from(b)`; `x[i] + b` is refused with a caret at the `+`, even when F is "
         "f32, because for F = f16 it would mean f16 + f32.",
         cases=(SCALE_CHAPTER, v.yours),
-        inputs=_scale_inputs, spec=lambda b, s: {"out": b["x"] * np.float32(s.a)},
+        inputs=_scale_inputs, spec=lambda b, g: {"out": b["x"] * np.float32(SCALE_A[g.n])},
         launch=_launch_scale,
     )

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from cubelab.exercises import _COMPILE_HINT, _COMPILE_NUDGE, _COMPILE_WORKED, Misconception, variants
-from cubelab.exercises.kinds import CountExercise, KernelIdDiffExercise, ValueExercise
+from cubelab.exercises.kinds import (CountExercise, KernelIdDiffExercise, ValueExercise,
+                                     launches_that_compile)
 from cubelab.exercises.seed000 import add, saxpy
 from cubelab.exercises.seed_quizzes import _run_add
 from cubelab.prelude import BufferArg, CubeCount, CubeDim, f32
@@ -173,15 +174,8 @@ def _launch(kind: str, p: dict[str, Any]) -> Any:
 
 
 def _compiling(client: Any, program: list[tuple[str, dict[str, Any]]]) -> list[int]:
-    client.clear_cache()
-    out = []
-    for i, (kind, p) in enumerate(program, 1):
-        with client.events.record(ev.CompileStarted) as rec:
-            _launch(kind, p)(client)
-            client.sync()
-        if rec.of(ev.CompileStarted):
-            out.append(i)
-    return out
+    return launches_that_compile(client, [lambda k=k, p=p: _launch(k, p)(client)
+                                          for k, p in program])
 
 
 @variants("ch03.which_compile", [dict(program=p) for p in PROGRAMS])

@@ -8,12 +8,12 @@ Every exercise has variants (`students.py`); the kernel exercise runs on two siz
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from cubelab.exercises import Misconception, variants
-from cubelab.exercises.kinds import KernelExercise, ValueExercise
+from cubelab.exercises.kinds import Geometry, KernelExercise, ValueExercise
 from cubelab.exercises.seed000 import add, saxpy
 from cubelab.ir.passes import DEFAULT_CHECKED_IO
 from cubelab.prelude import *  # noqa: F403
@@ -235,24 +235,13 @@ def _msl_cube_dim(v: Any) -> ValueExercise:
 
 # -- 4.4 read the IR, fix the copy -------------------------------------------------------------------
 
-class CopyCase(NamedTuple):
-    n: int
-    cubes: int
-    units: int
-
-    def __str__(self) -> str:
-        return f"{self.n} items, {self.cubes} cubes of {self.units} units"
+def _copy_inputs(g: Geometry) -> dict[str, np.ndarray]:
+    return {"x": np.arange(1, g.n + 1, dtype=np.float32) * 10,
+            "out": np.full(g.n, -1.0, dtype=np.float32)}
 
 
-def _copy_inputs(c: CopyCase) -> dict[str, np.ndarray]:
-    return {"x": np.arange(1, c.n + 1, dtype=np.float32) * 10,
-            "out": np.full(c.n, -1.0, dtype=np.float32)}
-
-
-def _launch_copy(kernel: Any, client: Any, h: dict[str, Any], c: CopyCase) -> None:
-    kernel.launch(client, CubeCount.Static(c.cubes), CubeDim.new_1d(c.units),  # noqa: F405
-                  BufferArg.from_raw_parts(h["x"], c.n),  # noqa: F405
-                  BufferArg.from_raw_parts(h["out"], c.n))  # noqa: F405
+def _launch_copy(kernel: Any, client: Any, h: dict[str, Any], g: Geometry) -> None:
+    g.launch(kernel.launch, client, h, "x", "out")
 
 
 @cube(launch=True)  # noqa: F405
@@ -270,7 +259,7 @@ def copy_guarded_twice(x: Slice[f32], out: SliceMut[f32]):  # noqa: F405
 
 
 @variants("ch04.fix_the_copy", [dict(yours=c) for c in
-                                (CopyCase(13, 2, 8), CopyCase(6, 3, 2), CopyCase(20, 5, 4))])
+                                (Geometry(13, 2, 8), Geometry(6, 3, 2), Geometry(20, 5, 4))])
 def _fix_the_copy(v: Any) -> KernelExercise:
     return KernelExercise(
         "ch04.fix_the_copy", "Read the IR, fix the copy",
@@ -286,6 +275,6 @@ def _fix_the_copy(v: Any) -> KernelExercise:
         worked="A worked step on another kernel: in `negate`'s IR, `%v9 = memory.index %v1, %v8` "
         "with `%v8 = arith.add %v7, %c2` reads two items ahead of ABSOLUTE_POS (`%v7`); the "
         "`arith.add` is the line to fix.",
-        cases=(CopyCase(8, 2, 4), v.yours),
+        cases=(Geometry(8, 2, 4), v.yours),
         inputs=_copy_inputs, spec=lambda b, c: {"out": b["x"].copy()}, launch=_launch_copy,
     )

@@ -15,7 +15,7 @@ from typing import Any, Iterator, NamedTuple
 import numpy as np
 
 from cubelab.exercises import Misconception, variants
-from cubelab.exercises.kinds import KernelExercise, ValueExercise
+from cubelab.exercises.kinds import Geometry, KernelExercise, ValueExercise
 from cubelab.exercises.seed000 import add  # CubeCL's `add`: no bounds guard of its own
 from cubelab.prelude import *  # noqa: F403
 
@@ -154,17 +154,8 @@ def _fixed_rows(v: Any) -> ValueExercise:
 
 # -- kernels: add the guard, fix the read ------------------------------------------------------------
 
-class Launch(NamedTuple):
-    n: int
-    cubes: int
-    units: int
-
-    def __str__(self) -> str:
-        return f"{self.n} items, {self.cubes} cube{'s' * (self.cubes > 1)} of {self.units} units"
-
-
-GUARD_CHAPTER = Launch(6, 1, 8)
-GUARD_YOURS = [Launch(10, 2, 8), Launch(13, 4, 4), Launch(5, 1, 16)]
+GUARD_CHAPTER = Geometry(6, 1, 8)
+GUARD_YOURS = [Geometry(10, 2, 8), Geometry(13, 4, 4), Geometry(5, 1, 16)]
 
 
 @cube(launch=True)  # noqa: F405
@@ -187,15 +178,13 @@ def add6_six(x: Slice[f32], y: Slice[f32], out: SliceMut[f32]):  # noqa: F405
         out[ABSOLUTE_POS] = x[ABSOLUTE_POS] + y[ABSOLUTE_POS]  # noqa: F405
 
 
-def _add_inputs(g: Launch) -> dict[str, np.ndarray]:
+def _add_inputs(g: Geometry) -> dict[str, np.ndarray]:
     x = np.arange(1, g.n + 1, dtype=np.float32)
     return {"x": x, "y": x * 10, "out": np.full(g.n, -1, np.float32)}
 
 
-def _add_launch(kernel: Any, client: Any, h: dict[str, Any], g: Launch) -> None:
-    kernel.launch(client, CubeCount.Static(g.cubes), CubeDim.new_1d(g.units),  # noqa: F405
-                  BufferArg.from_raw_parts(h["x"], g.n), BufferArg.from_raw_parts(h["y"], g.n),  # noqa
-                  BufferArg.from_raw_parts(h["out"], g.n))  # noqa: F405
+def _add_launch(kernel: Any, client: Any, h: dict[str, Any], g: Geometry) -> None:
+    g.launch(kernel.launch, client, h, "x", "y", "out")
 
 
 @variants("ch05.add_the_guard", [dict(yours=g) for g in GUARD_YOURS])
@@ -234,17 +223,15 @@ def reverse_five(x: Slice[f32], out: SliceMut[f32]):  # noqa: F405
         out[i] = x[5 - i]
 
 
-REVERSE_YOURS = [Launch(9, 2, 8), Launch(4, 1, 8), Launch(15, 4, 4)]
+REVERSE_YOURS = [Geometry(9, 2, 8), Geometry(4, 1, 8), Geometry(15, 4, 4)]
 
 
-def _reverse_inputs(g: Launch) -> dict[str, np.ndarray]:
+def _reverse_inputs(g: Geometry) -> dict[str, np.ndarray]:
     return {"x": np.arange(1, g.n + 1, dtype=np.float32), "out": np.full(g.n, -1, np.float32)}
 
 
-def _reverse_launch(kernel: Any, client: Any, h: dict[str, Any], g: Launch) -> None:
-    kernel.launch(client, CubeCount.Static(g.cubes), CubeDim.new_1d(g.units),  # noqa: F405
-                  BufferArg.from_raw_parts(h["x"], g.n),  # noqa: F405
-                  BufferArg.from_raw_parts(h["out"], g.n))  # noqa: F405
+def _reverse_launch(kernel: Any, client: Any, h: dict[str, Any], g: Geometry) -> None:
+    g.launch(kernel.launch, client, h, "x", "out")
 
 
 @variants("ch05.fix_the_oob", [dict(yours=g) for g in REVERSE_YOURS])
@@ -261,7 +248,7 @@ def _fix_the_oob(v: Any) -> KernelExercise:
         nudge="Which item must unit 0 read, and which index does the kernel compute for it?",
         worked="A worked step on another kernel: `last_first` writes `out[i] = x[x.len() - 1]` — "
         "for 3 items that is x[2], the last one; x[x.len()] would be x[3], one past it.",
-        cases=(Launch(6, 1, 8), v.yours),
+        cases=(Geometry(6, 1, 8), v.yours),
         inputs=_reverse_inputs, spec=lambda b, g: {"out": b["x"][::-1].copy()},
         launch=_reverse_launch,
     )

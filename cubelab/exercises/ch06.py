@@ -13,33 +13,11 @@ import threading
 from typing import Any, Callable
 
 from cubelab.exercises import Misconception, variants
-from cubelab.exercises.kinds import CountExercise, ValueExercise
+from cubelab.exercises.kinds import (CountExercise, ValueExercise, first_seen,
+                                     launches_that_compile)
 from cubelab.exercises.launching import EIGHT, arg, floats, scale
 from cubelab.prelude import *  # noqa: F403
 from cubelab.runtime import events as ev
-
-
-def _run(client: Any, steps: list[Callable[[], None]]) -> list[int]:
-    """Run each step on a cleared cache; the (1-based) steps during which a compile started."""
-    client.clear_cache()
-    out = []
-    for i, step in enumerate(steps, 1):
-        with client.events.record(ev.CompileStarted) as rec:
-            step()
-            client.sync()
-        if rec.of(ev.CompileStarted):
-            out.append(i)
-    return out
-
-
-def _first_seen(keys: list[Any]) -> list[int]:
-    seen: set[Any] = set()
-    out = []
-    for i, k in enumerate(keys, 1):
-        if k not in seen:
-            seen.add(k)
-            out.append(i)
-    return out
 
 
 # -- 6.1 gate one: which launches compile? --------------------------------------------------------
@@ -53,7 +31,7 @@ GATE_PROGRAMS = [
 
 def _gated(client: Any, program: list[tuple[tuple[int, int, int], int]]) -> list[int]:
     x, out = floats(client, range(64)), floats(client, [0] * 64)
-    return _run(client, [
+    return launches_that_compile(client, [
         (lambda count=count, dim=dim: scale.launch(
             client, CubeCount.Static(*count), CubeDim.new_1d(dim),  # noqa: F405
             arg(x, 64), arg(out, 64), 2.0)) for count, dim in program])
@@ -79,7 +57,7 @@ def _zero_dim_compiles(v: Any) -> ValueExercise:
         "has the second's KernelId (the count is not in it). Only launch 2 compiles.",
         misconceptions=[
             Misconception("a zero count still reaches the device",
-                          lambda v: _first_seen([d for _, d in v.program]),
+                          lambda v: first_seen([d for _, d in v.program]),
                           "That compiles the zero-count launches too. Gate one returns on the "
                           "calling thread before the hand-off: the device thread never sees "
                           "them."),

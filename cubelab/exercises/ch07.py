@@ -16,8 +16,8 @@ import numpy as np
 
 from cubelab.errors import BufferFailure
 from cubelab.exercises import Misconception, variants
-from cubelab.exercises.kinds import (CallsExercise, FailedBuffersExercise, KernelExercise,
-                                     ValueExercise)
+from cubelab.exercises.kinds import (CallsExercise, FailedBuffersExercise, Geometry,
+                                     KernelExercise, ValueExercise)
 from cubelab.exercises.launching import (EIGHT, ONE, add_one_of_two, add_to_spare, arg, floats,
                                          inc, scale, tile_sum)
 from cubelab.prelude import *  # noqa: F403
@@ -311,25 +311,15 @@ def reset(a: SliceMut[f32]):  # noqa: F405
         a[ABSOLUTE_POS] = a[ABSOLUTE_POS] * f32(0.0) + f32(1.0)  # noqa: F405
 
 
-class RepairCase(NamedTuple):
-    n: int
-    cubes: int
-    units: int
-
-    def __str__(self) -> str:
-        return f"{self.n} items, {self.cubes} cube{'s' * (self.cubes > 1)} of {self.units} units"
-
-
-def _repair_launch(kernel: Any, client: Any, h: dict[str, Any], c: RepairCase) -> None:
+def _repair_launch(kernel: Any, client: Any, h: dict[str, Any], c: Geometry) -> None:
     """Fail `a` (a compile failure writes it), then relaunch the student's kernel into it."""
     x, spare = floats(client, range(c.n)), floats(client, [0] * c.n)
     tile_sum.launch(client, ONE, EIGHT, arg(x, c.n), arg(h["a"], c.n), arg(spare, c.n))
-    kernel.launch(client, CubeCount.Static(c.cubes), CubeDim.new_1d(c.units),  # noqa: F405
-                  arg(h["a"], c.n))
+    c.launch(kernel.launch, client, h, "a")
 
 
-@variants("ch07.repair", [dict(yours=c) for c in (RepairCase(12, 2, 8), RepairCase(5, 1, 8),
-                                                  RepairCase(20, 5, 4))])
+@variants("ch07.repair", [dict(yours=c) for c in (Geometry(12, 2, 8), Geometry(5, 1, 8),
+                                                  Geometry(20, 5, 4))])
 def _repair(v: Any) -> KernelExercise:
     return KernelExercise(
         "ch07.repair", "Repair by relaunch",
@@ -344,7 +334,7 @@ def _repair(v: Any) -> KernelExercise:
         worked="A worked step on another kernel: `zero(b)` writing `b[i] = b[i] - b[i]` reads b "
         "and is skipped when b is failed; `b[i] = f32(0.0)` only stores, so it runs and repairs "
         "b.",
-        cases=(RepairCase(8, 1, 8), v.yours),
+        cases=(Geometry(8, 1, 8), v.yours),
         inputs=lambda c: {"a": np.full(c.n, 7.0, np.float32)},
         spec=lambda b, c: {"a": np.ones(c.n, np.float32)},
         launch=_repair_launch,

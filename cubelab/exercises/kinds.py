@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, NamedTuple, Sequence
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from cubelab.runtime import events as ev
 
 __all__ = ["RunReport", "record_run", "count_compiles", "CountExercise", "ValueExercise",
            "KernelIdDiffExercise", "FailedBuffersExercise", "CallsExercise", "KernelExercise",
-           "names_of", "unreadable"]
+           "names_of", "unreadable", "launches_that_compile", "first_seen", "Geometry"]
 
 Launch = Callable[[Any], Any]
 
@@ -109,6 +109,54 @@ def record_run(client: Any, launches: Sequence[Launch], clear_cache: bool = True
 
 
 count_compiles = record_run  # the first wave's name
+
+
+def launches_that_compile(client: Any, steps: Sequence[Callable[[], Any]]) -> list[int]:
+    """On a cleared cache, run the steps in order; the (1-based) numbers of those during which
+    the device thread started a compile (a cache miss: `define` → `expand`). The answer of every
+    "which launches compile?" exercise."""
+    client.clear_cache()
+    out = []
+    for i, step in enumerate(steps, 1):
+        with client.events.record(ev.CompileStarted) as rec:
+            step()
+            client.sync()
+        if rec.of(ev.CompileStarted):
+            out.append(i)
+    return out
+
+
+def first_seen(keys: Sequence[Any]) -> list[int]:
+    """The (1-based) positions where a key appears for the first time: the launches that would
+    compile if `keys` were their KernelIds (the misconceptions' answers)."""
+    seen: set[Any] = set()
+    out = []
+    for i, k in enumerate(keys, 1):
+        if k not in seen:
+            seen.add(k)
+            out.append(i)
+    return out
+
+
+class Geometry(NamedTuple):
+    """One launch of a kernel exercise: `cubes` cubes of `units` units over `n` items (a case:
+    the chapter's, or the student's)."""
+
+    n: int
+    cubes: int
+    units: int
+
+    def __str__(self) -> str:
+        return f"{self.n} items, {self.cubes} cube{'s' * (self.cubes > 1)} of {self.units} units"
+
+    def launch(self, launcher: Any, client: Any, handles: dict[str, Any], *names: str,
+               before: tuple[Any, ...] = ()) -> None:
+        """`launcher(client, count, dim, *before, *buffers)`: the named buffers as BufferArgs of
+        `n` items, after the `before` arguments (a scalar that comes first)."""
+        from cubelab.prelude import BufferArg, CubeCount, CubeDim
+
+        launcher(client, CubeCount.Static(self.cubes), CubeDim.new_1d(self.units), *before,
+                 *(BufferArg.from_raw_parts(handles[n], self.n) for n in names))
 
 
 def names_of(answer: Any) -> set[str] | None:
