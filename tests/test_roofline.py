@@ -127,3 +127,23 @@ def test_the_roofline_widget_charts_lists_and_details_its_kernels(cpu_client):
     assert w.table.value.count('class="cl-roofline-row"') == 2
     with pytest.raises(TypeError):
         RooflineWidget()
+
+
+def test_work_counts_without_timing_and_the_roofline_is_built_on_it(client, peaks):
+    from cubelab.inspect.roofline import bound_of
+
+    n = 8 * 256
+    x = client.create_from_slice(f32.as_bytes(np.arange(n, dtype=np.float32)))
+    y = client.create_from_slice(f32.as_bytes(np.ones(n, dtype=np.float32)))
+    args = (2.0, BufferArg.from_raw_parts(x, n), BufferArg.from_raw_parts(y, n))
+    w = inspect.work(saxpy.launch, client, CubeCount.Static(8), CubeDim.new_1d(256), *args)
+    assert (w.kernel, w.bytes, w.flops, w.sector_bytes, w.compulsory_bytes) == \
+        ("saxpy", 12 * n, 2 * n, 12 * n, 12 * n)
+    assert w.intensity == pytest.approx(1 / 6) and (w.cubes_counted, w.cubes_total) == (8, 8)
+    assert w.bound(peaks) == bound_of(w.intensity, peaks.ridge)
+    assert bound_of(0.1, 1.0) == "memory" and bound_of(1.0, 1.0) == "compute"
+    assert f32.from_bytes(client.read_one(y)).tolist() == [1.0] * n
+    r = inspect.roofline(saxpy.launch, client, CubeCount.Static(8), CubeDim.new_1d(256), *args,
+                         repeats=1, peaks=peaks)
+    assert (r.bytes, r.flops, r.sector_bytes, r.compulsory_bytes) == \
+        (w.bytes, w.flops, w.sector_bytes, w.compulsory_bytes)

@@ -11,9 +11,9 @@
 
 Everything here returns strings, dicts and dataclasses; renderers for notebooks and terminals
 sit on top. Nothing here runs on a device except `trace` (the CPU runtime's step-through),
-`access_map` (who touched which cell, and what it cost), `roofline` and `device_peaks` (timed
-launches), which run launches for real; the others define and compile on the calling thread,
-for looking.
+`access_map` (who touched which cell, and what it cost), `work` (a launch's bytes and flops,
+counted on the CPU runtime), `roofline` and `device_peaks` (timed launches), which run launches
+for real; the others define and compile on the calling thread, for looking.
 
 This module is the face only; each function lives in a module named for what it holds:
 `instances.py` (source, expand, Kernel instances, KernelIds), `preview.py` (the compile preview,
@@ -43,7 +43,8 @@ from cubelab.inspect.peaks import DevicePeaks, device_peaks
 from cubelab.inspect.preview import (Compiled, compiled, correspondence, ir, msl, passes,
                                      source_of, wgsl)
 from cubelab.inspect.render import show, view
-from cubelab.inspect.roofline import Roofline, RooflineChart, roofline, roofline_chart
+from cubelab.inspect.roofline import (Roofline, RooflineChart, Work, roofline, roofline_chart,
+                                      work)
 from cubelab.inspect.trace import Trace, TraceStep, trace, unit_position
 
 __all__ = ["generated", "generated_launch", "expanded", "instance", "kernel_id", "ir", "passes", "wgsl", "compiled", "diff",
@@ -51,4 +52,4 @@ __all__ = ["generated", "generated_launch", "expanded", "instance", "kernel_id",
            "correspondence", "view", "show", "CacheStats", "BufferStates", "LaunchLog", "msl",
            "trace", "Trace", "TraceStep", "unit_position", "memory_map", "MemoryMap",
            "access_map", "AccessMap", "source_of", "roofline", "Roofline", "roofline_chart",
-           "RooflineChart", "device_peaks", "DevicePeaks"]
+           "RooflineChart", "device_peaks", "DevicePeaks", "work", "Work"]

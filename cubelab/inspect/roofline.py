@@ -8,6 +8,9 @@
     r                                     # in a notebook: the numbers and the chart
     cubelab.inspect.roofline_chart(naive, tiled)   # several kernels on one chart
     cubelab.widgets.Roofline(naive, tiled)         # the same, as a widget
+    w = cubelab.inspect.work(saxpy.launch[f32], client, count, dim, 4, 2.0, x_arg, y_arg)
+    w.bytes, w.flops, w.intensity, w.bound(peaks)  # the counted half alone: no timing, the same
+                                                   # on every machine (what an exercise checks)
 
 How each number is made, so a student can trust it:
 
@@ -51,7 +54,7 @@ from cubelab.inspect.peaks import DevicePeaks, device_peaks, profiled
 from cubelab.runtime.cpu.cost import SECTOR_BYTES, transactions
 from cubelab.runtime.handle import BufferArg, TensorArg
 
-__all__ = ["Roofline", "RooflineChart", "roofline", "roofline_chart"]
+__all__ = ["Roofline", "RooflineChart", "Work", "bound_of", "roofline", "roofline_chart", "work"]
 
 SAMPLE_CUBES = 64  # cubes counted when a launch has more (spread evenly, scaled)
 MODEL_CUBES = 4  # of those, cubes whose accesses are recorded for the sector model
@@ -95,7 +98,7 @@ class Roofline:
 
     @property
     def bound(self) -> str:
-        return "compute" if self.intensity >= self.ridge else "memory"
+        return bound_of(self.intensity, self.ridge)
 
     @property
     def attainable_gflops(self) -> float:
@@ -254,25 +257,51 @@ def _handles(args: Sequence[Any]) -> list[Any]:
     return list(seen.values())
 
 
+@dataclass(frozen=True)
+class Work:
+    """What one launch asks of the device, counted from a recorded run on the CPU runtime —
+    no timing: the half of a roofline that is the same on every machine (an exercise checks
+    with it; `roofline` adds the time and the device's roof)."""
+
+    kernel: str
+    bytes: int  # global bytes requested (loads + stores + atomics), whole launch
+    flops: int  # floating-point operations executed, whole launch
+    sector_bytes: int  # the coalescing model: sectors touched × 32
+    compulsory_bytes: int  # every touched buffer read once / written once
+    cubes_counted: int
+    cubes_total: int
+
+    @property
+    def intensity(self) -> float:
+        """Flops per requested byte."""
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+    def bound(self, peaks: DevicePeaks) -> str:
+        """"memory" or "compute" under `peaks`' roof (`bound_of`)."""
+        return bound_of(self.intensity, peaks.ridge)
+
+
+def bound_of(intensity: float, ridge: float) -> str:
+    """The one rule: below the ridge (peak GFLOP/s ÷ peak GB/s) a kernel is memory-bound."""
+    return "compute" if intensity >= ridge else "memory"
+
+
 @api_boundary
-def roofline(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
-             repeats: int = 20, label: str | None = None, peaks: DevicePeaks | None = None,
-             sample_cubes: int = SAMPLE_CUBES) -> Roofline:
-    """Time `launcher(client, cube_count, cube_dim, *args)` on `client` (median of `repeats`
-    profiled launches), count its bytes and flops from a recorded run on the CPU runtime, and
-    place it under the device's roof (`device_peaks(client)` unless `peaks` is given)."""
+def work(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
+         sample_cubes: int = SAMPLE_CUBES) -> Work:
+    """Count what `launcher(client, cube_count, cube_dim, *args)` asks of the device — global
+    bytes requested, flops executed, the sector model's bytes and the compulsory bytes — by
+    re-running it on the CPU runtime on copies of its buffers (they are left alone). A launch
+    of more than `sample_cubes` cubes is counted on that many, spread evenly, and scaled."""
     from cubelab.inspect.trace import run_recorded
 
     if getattr(cube_count, "handle", None) is not None:
-        raise CubeError("roofline needs a static cube count (CubeCount.Static): the bytes and "
-                        "flops are counted on the CPU runtime, which must know the grid")
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+        raise CubeError("counting a launch needs a static cube count (CubeCount.Static): the "
+                        "bytes and flops are counted on the CPU runtime, which must know the grid")
     cx, cy, cz = cube_count.as_tuple()
     total = cx * cy * cz
     if total == 0:
-        raise CubeError("roofline of a launch with no cube: nothing runs, nothing to time")
-    pk = peaks if peaks is not None else device_peaks(client)
+        raise CubeError("a launch with no cube: nothing runs, nothing to count")
     sample = _sample(total, max(1, sample_cubes))
     runs = None if len(sample) == total else _runs(sample)
     model = frozenset(sample[:MODEL_CUBES])
@@ -283,12 +312,32 @@ def roofline(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: 
     scale = total / len(sample)
     nbytes = int(round(counts.bytes * scale))
     flops = int(round(counts.flops * scale))
-    t = log.table()
-    moved = transactions(t, dict(log.arrays))
+    moved = transactions(log.table(), dict(log.arrays))
     asked = sum(x.bytes for x in moved)
     ratio = sum(x.sectors for x in moved) * SECTOR_BYTES / asked if asked else 1.0
     compulsory = sum(items * item * ((name in counts.read_arrays) + (name in counts.written_arrays))
                      for name, (items, item) in counts.arrays.items())
+    return Work(definition.name, nbytes, flops, int(round(nbytes * ratio)),
+                min(compulsory, nbytes), len(sample), total)
+
+
+@api_boundary
+def roofline(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
+             repeats: int = 20, label: str | None = None, peaks: DevicePeaks | None = None,
+             sample_cubes: int = SAMPLE_CUBES) -> Roofline:
+    """Time `launcher(client, cube_count, cube_dim, *args)` on `client` (median of `repeats`
+    profiled launches), count its bytes and flops from a recorded run on the CPU runtime
+    (`work`), and place it under the device's roof (`device_peaks(client)` unless `peaks` is
+    given)."""
+    if getattr(cube_count, "handle", None) is not None:
+        raise CubeError("roofline needs a static cube count (CubeCount.Static): the bytes and "
+                        "flops are counted on the CPU runtime, which must know the grid")
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    if 0 in cube_count.as_tuple():
+        raise CubeError("roofline of a launch with no cube: nothing runs, nothing to time")
+    pk = peaks if peaks is not None else device_peaks(client)
+    w = work(launcher, client, cube_count, cube_dim, *args, sample_cubes=sample_cubes)
     # time it on the client, leaving its buffers as they were
     handles = _handles(args)
     saved = client.read(handles) if handles else []
@@ -298,6 +347,6 @@ def roofline(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: 
     finally:
         for h, data in zip(handles, saved):
             client.write(h, data)
-    return Roofline(definition.name, label or definition.name, statistics.median(samples),
-                    nbytes, flops, pk.gbps, pk.gflops, int(round(nbytes * ratio)), min(compulsory, nbytes),
-                    pk.launch_seconds, pk.device, len(sample), total, samples)
+    return Roofline(w.kernel, label or w.kernel, statistics.median(samples), w.bytes, w.flops,
+                    pk.gbps, pk.gflops, w.sector_bytes, w.compulsory_bytes, pk.launch_seconds,
+                    pk.device, w.cubes_counted, w.cubes_total, samples)
