@@ -49,6 +49,13 @@ def test_a_students_variant_is_stable_and_in_range():
         assert V.variant_index("ada", key, k) == V.variant_index("ada", key, k)
 
 
+def test_a_variant_parameter_cannot_be_named_index():
+    # `v.index` is the variant's number: a parameter `index` would silently read as it
+    with pytest.raises(ValueError, match="cannot be named `index`"):
+        V.Variant({"index": 3, "a": 2.0}, 1)
+    assert V.Variant({"item": 3}, 1).item == 3 and V.Variant({"item": 3}, 1).index == 1
+
+
 def test_the_numeric_code_keeps_any_two_codewords_at_least_half_apart():
     words = set()
     for m in itertools.product(range(3), repeat=4):

@@ -111,6 +111,10 @@ class Variant(Mapping[str, Any]):
     __slots__ = ("_values", "index")
 
     def __init__(self, values: Mapping[str, Any], index: int = 0) -> None:
+        if "index" in values:
+            # `v.index` is the variant's own number: a parameter of that name would read as it
+            raise ValueError("a variant parameter cannot be named `index` (v.index is the "
+                             "variant's number); call it `item`, `position` ...")
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "index", index)
 
