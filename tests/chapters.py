@@ -35,6 +35,16 @@ MUST_SHOW: dict[str, list[str]] = {
     # repairs, dry run
     "07_failure_is_buffer_state": ["1. launch returned None", "2. check([out]) raised",
                                    "3. relaunch", "4. under dry_run"],
+    # a sync after every launch is a command buffer each; the three runtimes agree
+    "12_performance_launch_and_bandwidth": ["200 command buffer(s) for 200 dispatches",
+                                            "wgpu  gives what ten launches give: True",
+                                            "cpu   gives what ten launches give: True"],
+    # a tile's column is 32-way, padded to 33 it is free; a new tuner key compiles nothing
+    "13_performance_memory_access": ["stride 32: the read is 32-way",
+                                     "stride 33: the read is 1-way",
+                                     "n = 32: 1 search(es), 0 compiles, 3 launches skipped",
+                                     "n = 64: 0 search(es), 0 compiles"],
+    "capstone_performance": ["right: True", "moves 8.00× the requested bytes"],
 }
 
 

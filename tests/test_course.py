@@ -314,3 +314,34 @@ def test_a_damaged_chapter_stops_the_build_with_one_line_naming_the_notebook(
     assert f"{CHAPTER}.ipynb" in message and says in message, message
     assert " — " in message  # and what to do about it
     assert "Traceback" not in capsys.readouterr().err
+
+
+def test_the_performance_capstone_round_trips_through_nbgrader(tmp_path: Path) -> None:
+    """The real capstone (device peaks, rooflines and all) released, submitted solved, autograded
+    on the CPU runtime: full points, against the student's own variant. (A blank submission
+    scoring zero is the fixture's round trip above; this one costs a capstone's run.)"""
+    name = "capstone_performance"
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(ROOT / "course" / "nbgrader_config.py", course)
+    assert main(["course", "build", "--notebooks", str(ROOT / "notebooks"), "--course",
+                 str(course), name]) == 0
+    _nbgrader(course, "generate_assignment", name)
+    release = course / "release" / name / f"{name}.ipynb"
+    solutions = read_solutions(ROOT / "notebooks" / "solutions" / f"{name}.py")
+    nb = json.loads(release.read_text())
+    for cell in nb["cells"]:
+        key, role = _role(cell)
+        if role == "answer":
+            cell["source"] = solutions[key]
+    target = course / "submitted" / "solver" / name / f"{name}.ipynb"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(nb))
+    _nbgrader(course, "autograde", name)
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        solved = gb.find_submission(name, "solver")
+        assert {g.name: g.score for g in solved.notebooks[0].grades} and \
+            (solved.score, solved.max_score) == (5, 5)
