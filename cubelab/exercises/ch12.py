@@ -116,9 +116,9 @@ def _profiled(client: Any, profiled: int, batched: int, max_tasks: int) -> int:
     return len(rec.of(ev.Flushed))
 
 
-@variants("ch12.profiled_submissions", [dict(profiled=5, batched=12, max_tasks=8),
-                                        dict(profiled=3, batched=20, max_tasks=16),
-                                        dict(profiled=7, batched=9, max_tasks=4)])
+@variants("ch12.profiled_submissions", [dict(profiled=11, batched=12, max_tasks=8),
+                                        dict(profiled=9, batched=40, max_tasks=8),
+                                        dict(profiled=12, batched=20, max_tasks=4)])
 def _profiled_exercise(v: Any) -> ValueExercise:
     p, q, m = v.profiled, v.batched, v.max_tasks
     return ValueExercise(
