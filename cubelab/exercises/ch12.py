@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from cubelab.exercises import Misconception, variants
-from cubelab.exercises.kinds import KernelExercise, ValueExercise
+from cubelab.exercises.kinds import Geometry, KernelExercise, ValueExercise
 from cubelab.exercises.launching import EIGHT, ONE, busy_device, inc
 from cubelab.exercises.perf_kernels import (arg, copy, poly, read_f32, scale_add, stencil,
                                             upload)
@@ -383,31 +383,28 @@ def _wide_accesses(m: Any, case: Any) -> str | None:
     return None
 
 
-WIDE_CASES = ((1024, 1, 256), (2048, 2, 256), (768, 3, 64), (512, 1, 128))
+CHAPTER_COPY = Geometry(1024, 1, 256)  # floats; the kernel runs a quarter as many units
+YOUR_COPIES = (Geometry(2048, 2, 256), Geometry(768, 3, 64), Geometry(512, 1, 128))
 
 
-def _wide_inputs(case: Any) -> dict[str, np.ndarray]:
-    n = case[0]
-    return {"x": np.arange(n, dtype=np.float32) * 0.5, "out": np.full(n, -1.0, np.float32)}
+def _wide_inputs(g: Geometry) -> dict[str, np.ndarray]:
+    return {"x": np.arange(g.n, dtype=np.float32) * 0.5, "out": np.full(g.n, -1.0, np.float32)}
 
 
-def _wide_launch(kernel: Any, client: Any, h: dict[str, Any], case: Any) -> None:
-    n, cubes, units = case
-    kernel.launch(client, CubeCount.Static(cubes), CubeDim.new_1d(units),  # noqa: F405
-                  arg(h["x"], n), arg(h["out"], n))
+def _wide_launch(kernel: Any, client: Any, h: dict[str, Any], g: Geometry) -> None:
+    g.launch(kernel.launch, client, h, "x", "out")  # lengths in floats
 
 
-@variants("ch12.wide_copy", [dict(yours=c) for c in WIDE_CASES[1:]])
+@variants("ch12.wide_copy", [dict(yours=g) for g in YOUR_COPIES])
 def _wide_copy(v: Any) -> KernelExercise:
-    n, cubes, units = v.yours
     return KernelExercise(
         "ch12.wide_copy", "A copy that moves 16 bytes a unit",
         "`copy_wide` must copy every float of `x` into `out` with a quarter as many units as "
         "floats: each unit moves **one `Vector[f32, 4]`** — one 16-byte load and one 16-byte "
         "store — as the bandwidth measurement's own copy does. It is launched with lengths in "
         "floats (`BufferArg.from_raw_parts(x, n)`), on 1024 floats with one cube of 256 units "
-        f"and on yours ({n} floats, {cubes} cubes of {units} units). The check compares `out` and "
-        "reads every access's size and sectors from the access map.",
+        f"and on yours ({v.yours}). The check compares `out` and reads every access's size and "
+        "sectors from the access map.",
         "A `Slice[Vector[f32, 4]]` sees the same buffer as a quarter as many items of 16 bytes: "
         "`x.len()` counts vectors, `x[i]` loads floats 4i … 4i + 3 in one access. Change the "
         "parameter types; the body of a one-item-a-unit copy stays as it is.",
@@ -417,7 +414,7 @@ def _wide_copy(v: Any) -> KernelExercise:
         worked="A worked step on another kernel: a `double2` that doubles pairs declares "
         "`x: Slice[Vector[f32, 2]]`, so `x[i]` is floats 2i and 2i + 1 in one 8-byte load, and "
         "`x.len()` is half the float count.",
-        cases=((1024, 1, 256), v.yours),
+        cases=(CHAPTER_COPY, v.yours),
         inputs=_wide_inputs, spec=lambda b, case: {"out": b["x"].copy()}, launch=_wide_launch,
         checks=(_wide_accesses,),
     )
