@@ -149,7 +149,7 @@ def _cmd_ir(args: argparse.Namespace, out: Out) -> None:
     from cubelab.inspect.views import CodeView
 
     k, _ = _instance(args)
-    c = I.compiled(k, args.checked_io)
+    c = I.compiled(k, checked_io=args.checked_io)
     text = c.ir if args.after_passes else c.expanded_ir
     out(CodeView(text, "ir", title=("IR after passes" if args.after_passes else "IR") +
                  f" — {c.kernel_id.short()}"))
@@ -161,7 +161,7 @@ def _cmd_target(args: argparse.Namespace, out: Out) -> None:
     from cubelab.inspect.views import CodeView
 
     k, _ = _instance(args)
-    c = I.compiled(k, args.checked_io)
+    c = I.compiled(k, checked_io=args.checked_io)
     if args.command not in c.sources:
         why = c.failures.get(args.command)
         raise SystemExit(f"cubelab: the {args.command} target cannot express this kernel: {why}")

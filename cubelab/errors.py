@@ -73,26 +73,42 @@ def user_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _said_on_purpose(exc: BaseException) -> bool:
+    """An error cubelab raises to tell the student something: a `CubeError`, or a `TypeError` /
+    `ValueError` raised by cubelab's own code (a wrong argument: `create_from_slice` of float64
+    data, `instance(...)` without the generics) — the innermost frame is cubelab's. A TypeError
+    from deeper down (numpy, the student's own function) keeps its frames."""
+    if isinstance(exc, CubeError):
+        return True
+    if not isinstance(exc, (TypeError, ValueError)):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and _internal(tb.tb_frame)
+
+
 def leave_boundary(exc: BaseException) -> None:
-    """What an entry point does to a `CubeError` leaving it: drop cubelab's frames from its
-    traceback (unless `CUBELAB_TRACEBACK=full`). The caller re-raises with a bare `raise` —
-    `raise exc` would add the entry point's own frame back on top."""
-    if os.environ.get("CUBELAB_TRACEBACK", "").lower() != "full":
+    """What an entry point does to an error cubelab raised on purpose (`_said_on_purpose`)
+    leaving it: drop cubelab's frames from its traceback (unless `CUBELAB_TRACEBACK=full`). The
+    caller re-raises with a bare `raise` — `raise exc` would add the entry point's own frame back
+    on top."""
+    if _said_on_purpose(exc) and os.environ.get("CUBELAB_TRACEBACK", "").lower() != "full":
         exc.with_traceback(user_frames(exc.__traceback__))
 
 
 def api_boundary(fn: F) -> F:
-    """Mark a public entry point: a `CubeError` leaving it loses cubelab's frames
-    (`leave_boundary`). The launch path, which runs on every launch, does the same inline
-    (`try: ... except CubeError as exc: leave_boundary(exc); raise`) instead of paying this
-    wrapper's extra frame (~0.4 µs)."""
+    """Mark a public entry point: a `CubeError` — or cubelab's own TypeError / ValueError —
+    leaving it loses cubelab's frames (`leave_boundary`). The launch path, which runs on every
+    launch, does the same inline (`try: ... except CubeError as exc: leave_boundary(exc);
+    raise`) instead of paying this wrapper's extra frame (~0.4 µs)."""
 
     @functools.wraps(fn)
     def boundary(*args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True  # noqa: F841 - pytest and IPython's debugger skip this frame
         try:
             return fn(*args, **kwargs)
-        except CubeError as exc:
+        except (CubeError, TypeError, ValueError) as exc:
             leave_boundary(exc)
             raise
 
@@ -100,7 +116,8 @@ def api_boundary(fn: F) -> F:
 
 
 class CubeError(Exception):
-    """Base of every error cubelab raises on purpose."""
+    """Base of every error cubelab raises on purpose (besides plain TypeError/ValueError for a
+    wrong argument, which `api_boundary` treats alike)."""
 
 
 def caret_block(file: str, line: int, col: int, source_line: str | None = None) -> str:
@@ -172,22 +189,28 @@ def type_refusal(message: str, hint: str = "") -> TypeError:
     return KernelTypeError(kernel, file, line, col, message, hint)
 
 
-class RangeWrapWarning(UserWarning):
+class CubelabWarning(UserWarning):
+    """Base of cubelab's warnings: something a student should know that is not an error. In
+    Jupyter (`%load_ext cubelab`) each is shown as one `cubelab: ...` line — not with the file
+    and source line of cubelab's own code that issued it, which says nothing to a student."""
+
+
+class RangeWrapWarning(CubelabWarning):
     """A `range` whose comptime bounds make its counter wrap: the loop would run on past its
     end (u32 past 2^32 - 1, i32 past 2^31 - 1) until the loop guard or the driver stops it."""
 
 
-class UnreportedFailureWarning(UserWarning):
+class UnreportedFailureWarning(CubelabWarning):
     """A launch failed but writes no buffer: the failure has no buffer to wait on a read, so it
     is said at once instead (e.g. a kernel that writes no buffer and fails to compile)."""
 
 
-class CompileNoticeWarning(UserWarning):
+class CompileNoticeWarning(CubelabWarning):
     """The target that runs a kernel left part of it out, said once when the kernel is compiled
     (`debug_print` on wgpu: WGSL has no printf, so the kernel runs without the call)."""
 
 
-class FailedTraceWarning(UserWarning):
+class FailedTraceWarning(CubelabWarning):
     """`inspect.trace` or `inspect.access_map` of a launch that failed: the steps (accesses)
     end where the launch stopped."""
 

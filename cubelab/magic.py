@@ -16,6 +16,11 @@ the session (log, monitor, reset, device).
     %cubelab cost on|off          CPU runtime: each launch's coalescing (32-byte sectors) and
                                   shared-memory bank conflicts per source line, under the cell
 
+When the cell has run, each kernel it defined is checked: every name it reads must exist, and it
+is expanded for every instance the cell could launch (`inspect/definition.py`) — a mistake
+all of them meet (`/` on integers, `len(x)`, `print`, `f32 + u32`) fails this cell with its
+caret, not a read much later.
+
 `%%cube` registers the cell's text with IPython's compile cache before running it, so
 `inspect.getsource` finds the kernels (cubelab's expansion needs their source) and errors point
 at cell lines with a caret. The body is compiled as `"\\n" + cell`, so line N of the code is line
@@ -128,9 +133,15 @@ class CubelabMagics(Magics):
         found = [v for k, v in ns.items()
                  if isinstance(v, CubeFunction) and before.get(k) != id(v)
                  and v.file == filename]
+        from cubelab.inspect.definition import definition_error
+
         try:
             for f in found:  # the cell has run: every name a kernel reads must exist now
                 f.check_names()
+            for f in found:  # ... and a mistake every launch would meet fails this cell
+                err = definition_error(f)
+                if err is not None:
+                    raise err
         except CubeError as exc:
             raise CellError(exc, self._format(exc, filename, label)) from None
         if args.no_display or not found:
@@ -339,5 +350,37 @@ class _Many:
 
 def load(ipython: Any) -> None:
     ipython.register_magics(CubelabMagics)
+    _show_cubelab_warnings_plainly()
+
+
+def _show_cubelab_warnings_plainly() -> None:
+    """Show cubelab's own warnings as one `cubelab: <message>` line. Python's format names the
+    file and line that called `warnings.warn` — cubelab's server, on its device thread — and
+    prints that source line; to a student that is noise around the one sentence that matters.
+    Other libraries' warnings keep Python's format; filters (`-W`, `pytest.warns`) still see
+    every cubelab warning, since only the showing changes."""
+    import warnings
+
+    from cubelab.errors import CubelabWarning
+
+    shown = warnings.showwarning
+    if getattr(shown, "_cubelab", False):
+        return
+
+    def show(message: Any, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        if not issubclass(category, CubelabWarning):
+            return shown(message, category, filename, lineno, file, line)
+        import sys
+
+        out = file if file is not None else sys.stderr
+        try:
+            out.write(f"cubelab: {message}\n")
+        except (OSError, ValueError):  # a closed stream: a warning must never raise
+            pass
+        return None
+
+    show._cubelab = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
 
 

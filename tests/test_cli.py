@@ -121,7 +121,7 @@ def test_piped_wgsl_is_the_wgsl_itself_no_box_no_crop(tmp_path, color):
 
     rule = parser().parse_args(["wgsl", spec]).checked_io
     expected = I.compiled(I.default_instance(load_kernel(spec), CubeDim.new_1d(1)),
-                          rule).wgsl.source
+                          checked_io=rule).wgsl.source
     assert wgsl.strip("\n") == expected.strip("\n")
     assert not BOX & set(wgsl)
     expand = _cli(*color, "expand", spec, cwd=tmp_path)

@@ -195,22 +195,25 @@ def test_a_device_thread_error_from_a_cube_cell_names_the_cell_on_the_buffer_boa
     from cubelab.widgets import BufferBoard
 
     board = BufferBoard(wgpu_client, live=False)
+    # a Comptime[int] without a default: which values fail is known only at launch, so the cell
+    # defines it (the eager check has no verdict) and the failure is the launch's
     r = ip.run_cell('''%%cube --no-display
 from cubelab.prelude import *
 
-def boom():
+def boom(n):
     raise ValueError("boom")
 
 @cube(launch=True)
-def broken_in_cell(out: SliceMut[f32]):
-    out[ABSOLUTE_POS] = f32(comptime(boom()))
+def broken_in_cell(out: SliceMut[f32], n: Comptime[int]):
+    out[ABSOLUTE_POS] = f32(comptime(boom(n)))
 ''')
     assert r.success
     assert ip.run_cell('''
 from cubelab import Device, BufferArg, CubeCount, CubeDim
 c = Device.default().client()
 h = c.empty(16)
-broken_in_cell.launch(c, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(h, 4))
+broken_in_cell.launch(c, CubeCount.Static(1), CubeDim.new_1d(4), BufferArg.from_raw_parts(h, 4),
+                      3)
 c.sync()
 hid = h.id
 ''').success
@@ -419,3 +422,130 @@ def test_an_inspect_call_on_a_broken_kernel_shows_the_cell_not_cubelabs_frames(i
     assert f"Cell In[{n}], line 3:" in text, text
     for internal in ("cubelab/inspect", "preview.py", "instances.py", "frontend/", "<cubelab "):
         assert internal not in text, text
+
+
+# -- kernel mistakes at definition (%%cube), and nothing of cubelab's in what a student sees ----
+
+DEFINITION_MISTAKES = {
+    "integer /": ("x[ABSOLUTE_POS] = x[ABSOLUTE_POS] / u32(2)", "x[ABSOLUTE_POS] / u32(2)", "//"),
+    "list with a runtime index": ("vals = [u32(1), u32(2)]\n    x[ABSOLUTE_POS] = vals[x[0]]",
+                                  "vals[x[0]]", "Array"),
+    "len": ("x[ABSOLUTE_POS] = len(x)", "len(x)", "x.len()"),
+    "print": ("print(x[0])", "print(x[0])", "debug_print"),
+    "np.sqrt": ("x[ABSOLUTE_POS] = u32(np.sqrt(x[ABSOLUTE_POS]))", "np.sqrt(", "sqrt(x)"),
+    "f32 + u32": ("y = f32(1.0) + x[0]", "f32(1.0) + x[0]", "cast one side"),
+}
+
+
+@pytest.mark.parametrize("case", list(DEFINITION_MISTAKES))
+def test_a_kernel_mistake_fails_the_cube_cell_that_defines_it(ip, capsys, case):
+    body, needle, hint = DEFINITION_MISTAKES[case]
+    n = ip.execution_count
+    r = ip.run_cell("%%cube\nimport numpy as np\nfrom cubelab.prelude import *\n\n"
+                    f"@cube(launch=True)\ndef bad(x: SliceMut[u32]):\n    {body}\n",
+                    store_history=True)
+    assert not r.success, "the mistake waited for a launch"
+    text = _err(capsys)
+    assert f"KernelSourceError: in kernel `bad` at Cell In[{n}], line " in text, text
+    assert hint in text and "Traceback" not in text and "cubelab/" not in text
+    lines = text.splitlines()
+    src = next(i for i, ln in enumerate(lines) if needle in ln)
+    start = lines[src].index(needle)
+    assert start <= lines[src + 1].index("^") < start + len(needle), text
+
+
+def test_a_generic_kernel_fails_at_definition_only_when_no_type_can_expand_it(ip, capsys):
+    # `&` on an Int generic expands for i32 and u32: defined, inspector shown
+    r = ip.run_cell("%%cube\nfrom cubelab.prelude import *\nN = Int.generic('N')\n"
+                    "@cube(launch=True)\ndef bits(x: SliceMut[N]):\n"
+                    "    x[ABSOLUTE_POS] = x[ABSOLUTE_POS] & x[0]\n")
+    assert r.success and isinstance(r.result, KernelInspector)
+    # a Numeric generic: u32 and i32 expand it, so f32's refusal is not the cell's
+    r = ip.run_cell("%%cube\nfrom cubelab.prelude import *\nT = Numeric.generic('T')\n"
+                    "@cube(launch=True)\ndef bits2(x: SliceMut[T]):\n"
+                    "    x[ABSOLUTE_POS] = x[ABSOLUTE_POS] & x[0]\n")
+    assert r.success
+    # ... its inspector previews f32, which cannot expand: the error whole, caret on its own line
+    pane = r.result.tab_html("IR")
+    assert "this kernel does not expand" in pane and "<pre" in pane
+    text = pane.split("<pre", 1)[1]
+    lines = text.splitlines()
+    assert lines[0].endswith("`&amp;` on f32 values"), text
+    assert lines[2].strip() == "^" and lines[1].index("x[ABSOLUTE_POS] &amp;") == \
+        lines[2].index("^"), text
+    # a Float generic: no type expands `&`, so the cell fails
+    r = ip.run_cell("%%cube\nfrom cubelab.prelude import *\nF = Float.generic('F')\n"
+                    "@cube(launch=True)\ndef bits3(x: SliceMut[F]):\n"
+                    "    x[ABSOLUTE_POS] = x[ABSOLUTE_POS] & x[0]\n")
+    assert not r.success and "bit operations work on i32 / u32" in _err(capsys)
+
+
+def test_a_kernel_of_a_plain_cell_is_inspected_under_its_cell_name(ip):
+    assert ip.run_cell("from cubelab.prelude import *\n", store_history=True).success
+    n = ip.execution_count
+    assert ip.run_cell("@cube(launch=True)\ndef plain(x: SliceMut[f32]):\n"
+                       "    x[ABSOLUTE_POS] = f32(1.0)\n", store_history=True).success
+    view = KernelInspector(ip.user_ns["plain"], live=False)
+    head = view.widget.children[0].value
+    assert f"Cell In[{n}], line 1" in head and "ipykernel" not in head and ".py" not in head
+
+
+def test_a_typo_in_a_plain_cell_kernel_shows_no_cubelab_frame(ip, capsys):
+    r = ip.run_cell("from cubelab.prelude import *\n@cube(launch=True)\n"
+                    "def typo(x: SliceMut[f32]):\n    x[ABSOLUTE_POS] = 1.0 + yy\n",
+                    store_history=True)
+    assert not r.success
+    text = _err(capsys)
+    assert "unknown name `yy`" in text and "kernel.py" not in text and "cubelab/" not in text
+
+
+def test_a_wrong_argument_to_the_api_shows_its_message_without_cubelabs_frames(ip, capsys):
+    r = ip.run_cell("import numpy as np\nfrom cubelab import Device\n"
+                    "Device.cpu().client().create_from_slice(np.arange(4.0))\n",
+                    store_history=True)
+    assert not r.success
+    text = _err(capsys)
+    assert "float64 array holds 8-byte values" in text
+    assert "client.py" not in text and "cubelab/" not in text, text
+
+
+@pytest.mark.parametrize("view", ["wgsl", "msl", "ir", "passes", "compiled"])
+def test_inspect_views_take_the_kernel_itself_with_generics_as_arguments(ip, view):
+    assert ip.run_cell(
+        "from cubelab import inspect\nfrom cubelab.prelude import *\n"
+        "F = Float.generic('F')\nN = Size.generic('N')\n"
+        "@cube(launch=True)\ndef sax(a: f32, x: Slice[Vector[F, N]], y: SliceMut[Vector[F, N]]):\n"
+        "    if ABSOLUTE_POS < x.len():\n"
+        "        y[ABSOLUTE_POS] = Vector.new(F.cast_from(a)) * x[ABSOLUTE_POS] + y[ABSOLUTE_POS]\n"
+        f"preview = inspect.{view}(sax)\n"
+        f"vec4 = inspect.{view}(sax, f32, sizes=(4,), cube_dim=CubeDim.new_1d(4))\n"
+        f"same = inspect.{view}(inspect.instance(sax, f32, sizes=(4,), "
+        "cube_dim=CubeDim.new_1d(4)))\n").success
+    ns = ip.user_ns
+    assert str(ns["vec4"]) == str(ns["same"]) and str(ns["preview"]) != str(ns["vec4"])
+
+
+def test_the_debug_print_notice_is_one_cubelab_line_not_a_python_warning(ip, capsys, wgpu_client):
+    import warnings
+
+    from cubelab.magic import _show_cubelab_warnings_plainly
+
+    with warnings.catch_warnings(record=True) as others:  # what Python itself would show
+        warnings.simplefilter("always")
+        _show_cubelab_warnings_plainly()
+        r = ip.run_cell("import numpy as np\nfrom cubelab.prelude import *\n"
+                        "@cube(launch=True)\ndef says(x: SliceMut[f32]):\n"
+                        "    debug_print('x = {}', x[ABSOLUTE_POS])\n"
+                        "    x[ABSOLUTE_POS] = f32(1.0)\n"
+                        "c = Device.wgpu().client()\n"
+                        "h = c.create_from_slice(f32.as_bytes(np.zeros(4, np.float32)))\n"
+                        "says.launch(c, CubeCount.Static(1), CubeDim.new_1d(4), "
+                        "BufferArg.from_raw_parts(h, 4))\nc.sync()\n", store_history=True)
+        warnings.warn("another library's warning", UserWarning)
+    assert r.success
+    err = capsys.readouterr().err
+    notice = [ln for ln in err.splitlines() if "debug_print" in ln]
+    assert notice and notice[0].startswith("cubelab: kernel `says`: debug_print"), err
+    assert "server.py" not in err and "CompileNoticeWarning" not in err and "cubelab/" not in err
+    # another library's warning goes on to Python's own showing, as before
+    assert [str(w.message) for w in others] == ["another library's warning"]

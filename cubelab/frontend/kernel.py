@@ -433,6 +433,7 @@ def _names_bound_in(text: str) -> set[str] | None:
     return names
 
 
+@api_boundary
 def cube(fn: Callable[..., Any] | None = None, *, launch: bool = False,
          launch_unchecked: bool = False) -> Any:
     """Turn a Python function into a cubelab kernel (`launch=True`) or helper.
@@ -443,6 +444,7 @@ def cube(fn: Callable[..., Any] | None = None, *, launch: bool = False,
     if fn is not None:
         return _decorate(fn, launch, launch_unchecked)
 
+    @api_boundary  # `@cube(...)` calls this from the student's line: no cubelab frame above it
     def wrap(f: Callable[..., Any]) -> CubeFunction:
         return _decorate(f, launch, launch_unchecked)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from cubelab.errors import location
 from cubelab.ir.types import Type
 
 # name -> meaning; the printer and the docs use it, every target (WGSL, MSL, the CPU runtime) must
@@ -230,7 +231,7 @@ class Loc:
     col: int
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col + 1}"
+        return location(self.file, self.line, self.col + 1)  # "Cell In[7], line 3:9" in Jupyter
 
 
 @dataclass(eq=False, slots=True)

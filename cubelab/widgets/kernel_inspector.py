@@ -5,8 +5,14 @@ so far and line correspondence.
 Before any launch it shows a preview compiled on the calling thread (`inspect.compiled`, f32
 for generic types, under the client's compilation options); every CompileFinished for this kernel on the client's bus adds its KernelId to
 the dropdown, and picking one shows exactly what the server compiled (the event carries the IR,
-the passes and the generated source). Picking a kernel line highlights what it became in the IR
-and the generated code; hovering a generated line says which kernel line it came from.
+the passes and the generated source). A launch that hits the cache for a KernelId compiled
+before the inspector existed (a second Run All: same source, same KernelId, no compile) adds it
+too, recompiled here through the same pipeline. Picking a kernel line highlights what it became
+in the IR and the generated code; hovering a generated line says which kernel line it came from.
+
+The header names where the kernel was written as its reader does (`Cell In[7], line 3`, never
+IPython's temporary file), and a kernel whose preview cannot expand shows that error whole —
+place, source line, caret, hint — in every compiled tab.
 """
 
 from __future__ import annotations
@@ -25,11 +31,12 @@ from cubelab.inspect.highlight import to_html
 from cubelab.inspect.lines import Correspondence, correspondence
 from cubelab.inspect.live import Ledger
 from cubelab.inspect.render import passes_view
+from cubelab.errors import location
 from cubelab.inspect.views import TableView, table_css
 from cubelab.ir.passes import PassRecord
 from cubelab.runtime import events as ev
 from cubelab.runtime.kernel_id import KernelId
-from cubelab.widgets._live import LiveView, UiThread, set_html
+from cubelab.widgets._live import LiveView, UiThread, message_html, set_html
 
 __all__ = ["KernelInspector", "tabs"]
 
@@ -63,25 +70,34 @@ class Stage:
 
 
 class _KernelCompiles(Ledger):
-    """CompileFinished events of one kernel (by its type path and source digest)."""
+    """What one kernel (by its type path and source digest) ran as: each CompileFinished, and
+    each KernelId first met as a cache hit (compiled before this ledger listened), in order."""
 
-    kinds = (ev.CompileFinished,)
+    kinds = (ev.CompileFinished, ev.CacheHits)
 
     def __init__(self, kernel: CubeFunction, bus: ev.EventBus | None) -> None:
         self.suffix = f"::{kernel.__name__}::"
         self.origin = kernel.origin()
-        self.events: list[ev.CompileFinished] = []
+        self.events: list[ev.CompileFinished | KernelId] = []
+        self._seen: set[KernelId] = set()
         super().__init__(bus)
 
     def _record(self, e: ev.Event) -> None:
-        assert isinstance(e, ev.CompileFinished)
-        if self.suffix in e.kernel_id.type and e.kernel_id.origin == self.origin:
+        assert isinstance(e, (ev.CompileFinished, ev.CacheHits))
+        kid = e.kernel_id
+        if self.suffix not in kid.type or kid.origin != self.origin:
+            return
+        if isinstance(e, ev.CompileFinished):
             self.events.append(e)
+        elif kid not in self._seen:
+            self.events.append(kid)
+        self._seen.add(kid)
 
     def _reset(self) -> None:
         self.events.clear()
+        self._seen.clear()
 
-    def snapshot(self) -> list[ev.CompileFinished]:
+    def snapshot(self) -> list[ev.CompileFinished | KernelId]:
         with self._lock:
             self._drain()
             return list(self.events)
@@ -127,7 +143,7 @@ class KernelInspector(LiveView):
                 inst = instance or I.default_instance(kernel)
                 self._add_preview(inst)
             except Exception as exc:  # noqa: BLE001 - show why, keep the other tabs
-                self.preview_error = f"{type(exc).__name__}: {exc}"
+                self.preview_error = f"{type(exc).__name__}: {exc}".strip()
         self.selected: str | None = next(iter(self._stages), None)
         self.line: int | None = None
 
@@ -136,6 +152,7 @@ class KernelInspector(LiveView):
         self.ids.add_class("cubelab-kernel-ids")
         self.lines = W.Dropdown(options=[("—", None)], description="kernel line",
                                 layout=W.Layout(width="34em"))
+        self.lines.add_class("cubelab-ellipsis")
         self.lines.add_class("cubelab-kernel-lines")
         self.panes = {name: W.HTML() for name in self.tab_names}
         for name, pane in self.panes.items():
@@ -145,7 +162,7 @@ class KernelInspector(LiveView):
             self.tabs.set_title(i, name)
         self.ids.observe(self._on_id, names="value")
         self.lines.observe(self._on_line, names="value")
-        where = self.label = label or f"{kernel.file}:{kernel.first_line}"
+        where = self.label = label or location(kernel.file, kernel.first_line)
         self._mount(W.HTML(f'<b>@cube {html.escape(kernel.__name__)}</b> '
                                     f'<span style="opacity:.7">{html.escape(where)}</span>'),
                              W.HBox([self.ids, self.lines]), self.tabs)
@@ -159,6 +176,17 @@ class KernelInspector(LiveView):
                           else CompilationOptions())
         self._stages[label] = Stage(label, c.kernel_id, c.expanded_ir, c.ir, list(c.passes),
                                     sources, False, I.correspondence(c, self.kernel.file), key)
+
+    def _stage_from_hit(self, kid: KernelId, n: int) -> Stage:
+        """A KernelId this inspector first saw as a cache hit: compiled before it listened (a
+        second Run All), so rebuilt here through the same pipeline."""
+        label = f"#{n} cached {kid.short()} ({kid.mode.value})"
+        try:
+            c = I.compiled(I.instance_from_id(self.kernel, kid))
+        except Exception:  # noqa: BLE001 - an id this source cannot rebuild: keep the others
+            return Stage(label, kid, "", "", [], "", None, True)
+        return Stage(label, kid, c.expanded_ir, c.ir, list(c.passes), c.wgsl.source, c.msl,
+                     True, I.correspondence(c, self.kernel.file))
 
     def _stage_from_event(self, e: ev.CompileFinished, n: int) -> Stage:
         label = f"#{n} compiled {e.kernel_id.short()} ({e.kernel_id.mode.value})"
@@ -229,7 +257,8 @@ class KernelInspector(LiveView):
         events = self.compiles.snapshot()
         launched = [s for s in self._stages.values() if s.launched]
         for n, e in enumerate(events[len(launched):], start=len(launched) + 1):
-            st = self._stage_from_event(e, n)
+            st = self._stage_from_event(e, n) if isinstance(e, ev.CompileFinished) \
+                else self._stage_from_hit(e, n)
             self._stages[st.label] = st
             if self.selected is None or not self._stages[self.selected].launched:
                 self.selected = st.label  # follow the first real compile
@@ -253,7 +282,7 @@ class KernelInspector(LiveView):
         for n in st.corr.source_lines():
             i = n - self.kernel.first_line
             text = src[i].strip() if 0 <= i < len(src) else ""
-            opts.append((f"{n}: {text[:60]}", n))
+            opts.append((f"{n}: {text if len(text) <= 60 else text[:59] + '…'}", n))
         return opts
 
     def _pane(self, name: str, st: Stage | None) -> str:
@@ -269,8 +298,12 @@ class KernelInspector(LiveView):
             return to_html(I.expanded(k), "python",
                            title="the generated expand function (cubelab's `cargo expand`)")
         if st is None:
-            why = self.preview_error or "helpers are inlined into kernels; launch a kernel"
-            return f'<div class="cubelab-code">nothing compiled yet: {html.escape(why)}</div>'
+            if self.preview_error:  # the error whole: its lines, the caret under the mistake
+                return ('<div class="cubelab-code cubelab-preview-error"><div class="cl-title '
+                        'cl-state-failed">this kernel does not expand</div>'
+                        f"{message_html(self.preview_error, 40)}</div>")
+            return ('<div class="cubelab-code cl-muted">nothing compiled: helpers are inlined '
+                    "into the kernels that call them; inspect one of those</div>")
         corr = st.corr
         if name == "IR":
             fwd = corr.ir_to_source if corr else {}
