@@ -15,6 +15,8 @@ the session (log, monitor, reset, device).
     %cubelab nonfinite on|off     CPU runtime: report ops that make inf/NaN from finite values
     %cubelab cost on|off          CPU runtime: each launch's coalescing (32-byte sectors) and
                                   shared-memory bank conflicts per source line, under the cell
+    %cubelab oob on|off           every out-of-bounds access of every launch, printed under the
+                                  cell (on wgpu each launch is re-run on the CPU runtime to see it)
 
 When the cell has run, each kernel it defined is checked: every name it reads must exist, and it
 is expanded for every instance the cell could launch (`inspect/definition.py`) — a mistake
@@ -172,7 +174,7 @@ class CubelabMagics(Magics):
     @line_magic
     def cubelab(self, line: str) -> Any:
         """%cubelab log on|off|<target> · monitor · reset · memory [cleanup] · device cpu|wgpu ·
-        races on|off · nonfinite on|off · cost on|off · status"""
+        races on|off · nonfinite on|off · cost on|off · oob on|off · status"""
         words = line.split()
         if not words or words[0] == "status":
             return self._status()
@@ -206,9 +208,11 @@ class CubelabMagics(Magics):
             return self._device(rest)
         if cmd in ("races", "nonfinite", "cost"):
             return _findings(self).switch(cmd, rest)
+        if cmd == "oob":
+            return _findings(self).switch_oob(rest)
         raise UsageError(f"unknown %cubelab command {cmd!r}; use log on|off|<target>, monitor, reset, "
                          "memory [cleanup], device cpu|wgpu, races on|off, nonfinite on|off, "
-                         "cost on|off, status")
+                         "cost on|off, oob on|off, status")
 
     def _status(self) -> None:
         from cubelab.runtime.device import Device
@@ -250,6 +254,9 @@ class CubelabMagics(Magics):
             raise UsageError(f"cannot use the {kind} runtime here: {exc}") from None
         os.environ["CUBELAB_DEVICE"] = kind
         print(f"cubelab: Device.default() is now {kind} ({dev.client().name()}) in this kernel")
+        findings = getattr(self, "_findings", None)
+        if findings is not None and findings.oob is not None:  # the report follows the device
+            findings.switch_oob(["on"])
 
 
 class _Findings:
@@ -262,6 +269,7 @@ class _Findings:
         self.races = False
         self.nonfinite = False
         self.cost = False
+        self.oob: Any = None  # the OobWatch while `%cubelab oob on`
         self.found: list[Any] = []
         self._client: Any = None
         self._unsubscribe: Any = None
@@ -304,7 +312,33 @@ class _Findings:
                 "on — an op making inf or NaN from finite operands is printed under the cell"
                 if self.nonfinite else "off"))
 
+    def switch_oob(self, rest: list[str]) -> None:
+        from cubelab.inspect.oob_watch import OobWatch
+
+        if len(rest) != 1 or rest[0] not in ("on", "off"):
+            raise UsageError("usage: %cubelab oob on|off")
+        client = self.magics.session.client()
+        if self.oob is not None:
+            self.flush()
+            self.oob.close()
+            self.oob = None
+        if rest[0] == "off":
+            print("cubelab: out-of-bounds report off")
+            return
+        self.oob = OobWatch(client)
+        how = ("" if client.name() == "cpu<numpy>" else
+               " — each launch is re-run on the CPU runtime to see it, so launches wait for "
+               "the work before them: turn it off to time anything")
+        print(f"cubelab: out-of-bounds report on for {client.name()}: every access past the end "
+              f"of a buffer is printed under the cell that launched it{how}")
+
     def flush(self, *_: Any) -> None:
+        if self.oob is not None:
+            from cubelab.inspect.oob_watch import report_lines
+
+            for kernel, accesses, total in self.oob.take():
+                for line in report_lines(kernel, accesses, total):
+                    print(line)
         if self._client is None or not (self.races or self.nonfinite or self.cost or
                                         self.found):
             return

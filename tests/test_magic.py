@@ -549,3 +549,40 @@ def test_the_debug_print_notice_is_one_cubelab_line_not_a_python_warning(ip, cap
     assert "server.py" not in err and "CompileNoticeWarning" not in err and "cubelab/" not in err
     # another library's warning goes on to Python's own showing, as before
     assert [str(w.message) for w in others] == ["another library's warning"]
+
+
+OOB_CELL = '''
+import numpy as np
+from cubelab.prelude import *
+
+@cube(launch=True)
+def shift_read(x: Slice[f32], out: SliceMut[f32]):
+    out[ABSOLUTE_POS] = x[ABSOLUTE_POS + 2]
+
+c = Device.default().client()
+x = c.create_from_slice(f32.as_bytes(np.arange(6, dtype=np.float32)))
+out = c.create_from_slice(f32.as_bytes(np.zeros(6, dtype=np.float32)))
+shift_read.launch(c, CubeCount.Static(1), CubeDim.new_1d(6), BufferArg.from_raw_parts(x, 6),
+                  BufferArg.from_raw_parts(out, 6))
+got = f32.from_bytes(c.read_one(out)).tolist()
+'''
+
+
+def test_oob_on_reports_every_out_of_bounds_access_of_every_launch_on_both_runtimes(
+        ip, monkeypatch, capsys, client):
+    monkeypatch.setenv("CUBELAB_DEVICE", client.name().split("<")[0])
+    assert ip.run_cell(OOB_CELL).success
+    quiet = ip.user_ns["got"]
+    assert quiet == [2.0, 3.0, 4.0, 5.0, 0.0, 0.0]  # on wgpu the driver's silent 0s
+    ip.run_line_magic("cubelab", "oob on")
+    capsys.readouterr()
+    assert ip.run_cell(OOB_CELL).success
+    out = capsys.readouterr().out
+    assert "cubelab: 2 out-of-bounds accesses in `shift_read`" in out, out
+    assert "reads x[6] but x has 6 items" in out and "reads x[7] but x has 6 items" in out
+    assert "x[ABSOLUTE_POS + 2]" in out and "/tmp/ipykernel" not in out
+    assert ip.user_ns["got"] == quiet  # the watched launch itself ran as before
+    ip.run_line_magic("cubelab", "oob off")
+    capsys.readouterr()
+    assert ip.run_cell(OOB_CELL).success
+    assert "out-of-bounds" not in capsys.readouterr().out

@@ -15,7 +15,7 @@ from cubelab.widgets import (BufferBoard, CacheMonitor, KernelInspector, LaunchT
                              UiThread, monitor)
 from tests.fixtures.failing_kernels import broken, copy
 from tests.fixtures.kernels import add, saxpy
-from tests.test_inspect_live import quiz
+from tests.test_inspect_live import quiz, run_add
 
 
 def test_after_the_quiz_the_cache_monitor_holds_three_compiles_and_one_hit(client):
@@ -121,6 +121,20 @@ def test_the_kernel_inspector_lists_kernel_ids_as_they_compile(client):
     ki.select(compiled[1])
     assert "Unchecked" in ki.tab_html("KernelIds")
     assert "execution mode changed" in ki.tab_html("KernelIds")
+    ki.close()
+
+
+def test_an_inspector_opened_after_the_compiles_shows_what_a_cache_hit_ran(client):
+    # a second Run All: the kernel's KernelIds are cached, its launches only hit
+    quiz(client)
+    ki = KernelInspector(add, client, live=False)
+    for checked, relu in [(True, False), (False, False)]:
+        run_add(client, checked, relu)
+    client.sync()
+    ki.refresh()
+    cached = [k for k in ki.kernel_ids if "cached" in k]
+    assert cached and ki.model()["selected"] == cached[0]
+    assert "@compute" in ki.tab_html("WGSL") and "preview" not in ki.tab_html("WGSL")
     ki.close()
 
 

@@ -33,7 +33,7 @@ import functools
 import gc
 import itertools
 import threading
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from cubelab.errors import LaunchError, ResourceError, api_boundary
 from cubelab.ir import plugins
@@ -141,6 +141,9 @@ class Client:
         # a plug-in op's new spelling changes what a KernelId compiles to: forget the pipelines
         # (held weakly: the subscription does not keep this client alive)
         plugins.subscribe(self._plugin_op_changed)
+        # `watch_launches`: tools that see each executed launch before it is queued (empty, so
+        # one falsy check per launch, unless `%cubelab oob on` or the like is watching)
+        self._watchers: list[Callable[[Any, CubeCount, Bindings], None]] = []
 
     def _plugin_op_changed(self, reason: str) -> None:
         """A plug-in op (`ir/plugins.py`) was added, changed or removed: the pipelines compiled
@@ -392,6 +395,9 @@ class Client:
             large = self._check_bindings(kernel, bindings)
         # Gate 3: only this thread knows whether this launch is a dry run or a measurement.
         mode = _EXECUTE if _dry_run._dry_depth == 0 else launch_mode()
+        if self._watchers and mode is _EXECUTE:
+            for watch in tuple(self._watchers):
+                watch(kernel, count, bindings)
         if self._pins:  # some thread pinned a stream on this client: is it this one?
             stream = getattr(self._pin, "id", None) or current_stream()
         else:
@@ -413,6 +419,21 @@ class Client:
         # Gate 5: a large launch is on the GPU before this thread queues the next one.
         if large:
             self._runner.call(self._server.scheduler.flush, stream, "large")
+
+    def watch_launches(self, watch: Callable[[Any, CubeCount, Bindings], None]
+                       ) -> Callable[[], None]:
+        """Call `watch(kernel, count, bindings)` on the calling thread for every launch that
+        will execute, after the gates and before it is queued — so the watcher sees the buffers
+        as the launch will find them (`%cubelab oob on` re-runs each launch on the CPU runtime
+        from copies). Returns the function that stops watching. A watcher's own launches on
+        this client are watched too: it must guard against its own re-entry."""
+        self._watchers.append(watch)
+
+        def stop() -> None:
+            if watch in self._watchers:
+                self._watchers.remove(watch)
+
+        return stop
 
     def _check_bindings(self, kernel: CubeKernel, bindings: Bindings) -> bool:
         """Gate 2 in full for bindings this client has not checked yet; keeps the answer on
