@@ -275,7 +275,8 @@ def build(notebooks: Path, course: Path, only: Sequence[str] = (),
 
 def add_parser(sub: Any) -> None:
     """Register `cubelab course build` on the CLI's sub-command parsers."""
-    course = sub.add_parser("course", help="nbgrader assignments from the chapters (teachers)")
+    course = sub.add_parser("course", help="the chapters: copy them into a folder, or build "
+                                           "nbgrader assignments (teachers)")
     csub = course.add_subparsers(dest="course_command", required=True)
     b = csub.add_parser("build", help="write nbgrader source assignments into course/source/")
     b.add_argument("chapters", nargs="*", help="chapter prefixes, e.g. 01 03 (default: all)")
@@ -285,6 +286,9 @@ def add_parser(sub: Any) -> None:
                    help="the nbgrader course folder (default: course)")
     b.add_argument("--points", type=float, default=1.0, help="points per exercise (default 1)")
     b.set_defaults(fn=_cmd_build)
+    from cubelab.lab import add_parsers  # `cubelab course copy`, `cubelab lab` (students)
+
+    add_parsers(sub, csub)
 
 
 def _cmd_build(args: argparse.Namespace, out: Any) -> None:

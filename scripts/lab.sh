@@ -1,21 +1,30 @@
 #!/usr/bin/env bash
-# Install what is missing, then start JupyterLab on the notebooks (or on FOLDER).
+# Install what a student needs, then start JupyterLab on the chapters (or on FOLDER).
 #
-#   bash scripts/lab.sh                      # JupyterLab on cubelab's notebooks/
-#   bash scripts/lab.sh ~/course             # ... on a teacher's course folder instead
+#   bash scripts/lab.sh                      # JupyterLab on cubelab's notebooks/ (a student's lab)
+#   bash scripts/lab.sh ~/course             # ... on a course folder instead
 #   bash scripts/lab.sh ~/course --port 9000 # anything after the folder goes to JupyterLab
+#   bash scripts/lab.sh --teacher [FOLDER]   # a teacher's lab: nbgrader's menus, solutions shown
 #
-# The class-room settings live in scripts/jupyter-config/ and are added to Jupyter's config
-# search path (JUPYTER_CONFIG_PATH), never written into your home: no "would you like the
-# news?" prompt, no update check, and kernels talk to the server over local IPC sockets instead
-# of TCP (so the server log does not warn "Kernel is running over TCP without encryption" at
-# every kernel start). Your own ~/.jupyter configuration still wins over them.
+# A student's lab installs the `lab` extra only (JupyterLab, ipywidgets, ipykernel: no
+# Playwright, nbgrader, JupyterHub or npm); `--teacher` adds nbgrader (the `teach` extra);
+# `bash scripts/test.sh` installs everything. The lab itself is `cubelab lab` (cubelab/lab.py):
+# class-room settings on JUPYTER_CONFIG_PATH for this server only (no news prompt, no update
+# check, kernels over IPC), and for students nbgrader's UI off and `solutions/` out of view.
 caller_pwd="$PWD"
+teacher=()
+CUBELAB_EXTRA=lab
+if [ "${1:-}" = "--teacher" ]; then
+  teacher=(--teacher)
+  CUBELAB_EXTRA=teach
+  shift
+fi
 folder=""
 if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
   folder="$1"
   shift
 fi
+export CUBELAB_EXTRA
 source "$(dirname "$0")/setup.sh"   # cd's to the repository root
 if [ -z "$folder" ]; then
   folder="$ROOT/notebooks"
@@ -26,9 +35,6 @@ else
     exit 2
   fi
 fi
-export JUPYTER_CONFIG_PATH="$ROOT/scripts/jupyter-config${JUPYTER_CONFIG_PATH:+:$JUPYTER_CONFIG_PATH}"
-as_root=()
-if [ "$(id -u)" = "0" ]; then
-  as_root=(--allow-root)   # containers and cloud machines often give you only root
-fi
-exec python -m jupyterlab --ServerApp.root_dir="$folder" "${as_root[@]}" "$@"
+# this checkout's cubelab (what its editable install points at anyway)
+PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}" exec python -m cubelab lab "${teacher[@]}" \
+  "$folder" "$@"

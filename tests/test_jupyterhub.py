@@ -118,8 +118,12 @@ c.Spawner.args = ["--allow-root"] if os.getuid() == 0 else []
 def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     proxy = _proxy()
     if proxy is None:
-        pytest.skip("configurable-http-proxy is not installed (scripts/setup.sh installs it with "
-                    "npm; this machine has no npm), so no JupyterHub can run here")
+        # scripts/setup.sh keeps why npm could not install it (said once, when it failed)
+        why = Path(sys.prefix) / ".cubelab-npm-failed"
+        reason = " ".join(why.read_text().split()) if why.is_file() else \
+            "scripts/setup.sh has not run npm for this environment"
+        pytest.skip(f"configurable-http-proxy (JupyterHub's proxy) is not installed: {reason}; "
+                    "so no JupyterHub can run here")
     import psutil
 
     tmp = tmp_path_factory.mktemp("hub")

@@ -26,6 +26,7 @@ RANK: dict[str, int] = {
     "inspect": 4, "terminal": 4,
     "widgets": 5, "exercises": 5,
     "magic": 6, "cli": 6, "cli_demo": 6, "cli_cost": 6, "__main__": 6, "course": 6,
+    "lab": 6,
 }
 FRONTEND = RANK["frontend"]
 UI = ("IPython", "ipywidgets", "rich", "matplotlib")

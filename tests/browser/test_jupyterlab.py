@@ -210,18 +210,26 @@ def _settings(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):  # type: ignore[no-untyped-def]
     _require_browser()
+    from cubelab.lab import lab_command
+
     root = tmp_path_factory.mktemp("lab")
     work = root / "work"
     work.mkdir()
     _notebook(work / "views.ipynb")
+    (work / "solutions").mkdir()  # a student's lab keeps it out of view
+    (work / "solutions" / "01_first_kernels.py").write_text("# the answers\n")
     port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(root / "config"),
+    # the student's lab, as `bash scripts/lab.sh` and `cubelab lab` start it — in this venv,
+    # where the test extra has installed nbgrader (its UI must still be off)
+    cmd, env = lab_command(work, teacher=False)
+    env.update(JUPYTER_CONFIG_DIR=str(root / "config"),
                JUPYTER_RUNTIME_DIR=str(root / "runtime"), CUBELAB_DEVICE="",
                PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                            os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+    cmd = [c for c in cmd if c != "--allow-root"] + [
+           "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-           f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+           f"--IdentityProvider.token={token}",
            f"--LabApp.user_settings_dir={_settings(root)}",
            f"--LabApp.workspaces_dir={root / 'workspaces'}", "--LabApp.expose_app_in_browser=True",
            "--ServerApp.allow_root=True", "--LabApp.extension_manager=readonly",
@@ -243,7 +251,7 @@ def lab(tmp_path_factory):  # type: ignore[no-untyped-def]
                     pytest.fail("jupyter lab did not start:\n"
                                 + (root / "lab.log").read_text()[-3000:])
                 time.sleep(0.3)
-        yield base, token
+        yield base, token, work
     finally:
         try:
             os.killpg(proc.pid, signal.SIGTERM)  # only the group we started
@@ -256,7 +264,7 @@ def lab(tmp_path_factory):  # type: ignore[no-untyped-def]
 def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
     from playwright.sync_api import expect, sync_playwright
 
-    base, token = lab
+    base, token, _ = lab
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
@@ -265,6 +273,20 @@ def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
             page.goto(f"{base}/lab/tree/views.ipynb?token={token}")
             page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+
+            # a student's lab: nbgrader's menu, "Create Assignment" sidebar and "Validate"
+            # button are off — though this venv has nbgrader's extension installed — and the
+            # solutions folder is not in the file browser
+            assert (Path(sys.prefix) / "share/jupyter/labextensions/@jupyter/nbgrader").is_dir()
+            assert page.evaluate(
+                "window.jupyterapp.listPlugins().filter(p => p.includes('nbgrader'))") == []
+            expect(page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader")).to_have_count(0)
+            expect(page.locator(".jp-Toolbar >> text=Validate")).to_have_count(0)
+            expect(page.locator(".jp-DirListing-itemName", has_text="views.ipynb")) \
+                .to_be_visible(timeout=30_000)
+            expect(page.locator(".jp-DirListing-itemName", has_text="solutions")) \
+                .to_have_count(0)
+
             page.evaluate(RUN_ALL, 60_000)
             try:
                 page.wait_for_function(ALL_RAN, arg=len(CELLS), timeout=120_000)
