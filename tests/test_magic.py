@@ -579,7 +579,7 @@ def test_oob_on_reports_every_out_of_bounds_access_of_every_launch_on_both_runti
     assert ip.run_cell(OOB_CELL).success
     out = capsys.readouterr().out
     assert "cubelab: 2 out-of-bounds accesses in `shift_read`" in out, out
-    assert "reads x[6] but x has 6 items" in out and "reads x[7] but x has 6 items" in out
+    assert "reads x[6], but x has 6 items" in out and "reads x[7], but x has 6 items" in out
     assert "x[ABSOLUTE_POS + 2]" in out and "/tmp/ipykernel" not in out
     assert ip.user_ns["got"] == quiet  # the watched launch itself ran as before
     ip.run_line_magic("cubelab", "oob off")

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import student_view
 from tests.chapters import (CHAPTERS, MUST_SHOW, SEED_OUTPUTS, exercise_cells, printed,
                             read_results, results_cell, solutions)
 
@@ -125,6 +126,9 @@ def execute(path, runtime, request, monkeypatch, solved=False):  # type: ignore[
             if o.get("output_type") == "stream" and o.get("name") == "stderr":
                 pytest.fail(f"{path.name} cell {i} wrote to stderr:\n{o['text']}\n--- cell:\n"
                             f"{cell.source}")
+    # nothing a student sees shows IPython's temp files, cubelab's frames or raw backticks
+    shown = student_view.problems(nb, path.name)
+    assert not shown, "\n".join(shown)
     return exercises, read_results(nb), printed(nb)
 
 

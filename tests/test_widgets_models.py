@@ -354,3 +354,19 @@ def test_the_steppers_ir_pane_is_a_window_that_follows_the_current_op(client):
         shown = st.ir.value.count('data-line="')
         assert shown <= Stepper.IR_WINDOW
         assert st.ir.value.count('class="hll"') == 1, position  # the current op is in view
+
+
+def test_a_gated_launch_never_reads_queued_and_the_header_names_only_real_threads(client):
+    timeline = LaunchTimeline(client, last=4, live=False)
+    x = client.create_from_slice(f32.as_bytes(np.zeros(4, dtype=np.float32)))
+    out = client.create_from_slice(f32.as_bytes(np.zeros(4, dtype=np.float32)))
+    args = (BufferArg.from_raw_parts(x, 4), BufferArg.from_raw_parts(out, 4))
+    copy.launch(client, CubeCount.Static(0), CubeDim.new_1d(4), *args)  # gate 1: zero count
+    copy.launch(client, CubeCount.Static(1), CubeDim.new_1d(4), *args)
+    client.sync()
+    timeline.refresh()
+    page = timeline.table.value
+    gated = [r for r in timeline.model() if r["gated"]]
+    assert gated and "never handed off" in page and "queued" not in page
+    assert "(, " not in page and "(cubelab-" in page
+    timeline.close()

@@ -276,7 +276,9 @@ class CubeFunction:
             parts.extend(aggregates.signature(t) for t in types)
 
         visit(self)
-        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+        digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+        DEFINED_AT[digest] = (self.file, self.first_line)
+        return digest
 
     def fingerprint(self) -> str:
         """`origin()` plus the values of the globals this kernel and its helpers read, as one
@@ -431,6 +433,12 @@ def _names_bound_in(text: str) -> set[str] | None:
             names.update(node.names)
         todo.extend(ast.iter_child_nodes(node))
     return names
+
+
+# KernelId.origin (a source digest) → where that source was last defined (file, first line):
+# views tell apart ids that differ only by their source — a kernel defined again in another
+# cell — by naming the place ("defined at Cell In[9], line 2") instead of a hash.
+DEFINED_AT: dict[str, tuple[str, int]] = {}
 
 
 @api_boundary

@@ -254,10 +254,12 @@ class AccessMap:
         return self.report()
 
     def _repr_html_(self) -> str:
-        from html import escape
+        from cubelab.inspect.access_svg import theme_css
+        from cubelab.inspect.views import inline_markdown
 
-        return (f'<div class="cubelab-access-map-view"><pre style="white-space:pre-wrap">'
-                f"{escape(self.report())}</pre>{self.to_svg()}</div>")
+        return (f'<div class="cubelab-access-map-view"><style>{theme_css()}</style>'
+                f'<pre style="white-space:pre-wrap">{inline_markdown(self.report())}</pre>'
+                f"{self.to_svg()}</div>")
 
     def to_dict(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "cubes": list(self.cubes), "units": list(self.units),

@@ -22,7 +22,10 @@ conflict degree (`inspect/cost.py`, the same scale as `AccessMap.coalescing()`'s
 Every cell is exactly one `<rect class="cell ...">` carrying `data-array`, `data-index`,
 `data-phase` and a `<title>` (hover: who touched it, how, on which line). Colours are
 presentation attributes, not CSS, so the drawing survives the sanitisers of exported HTML and
-GitHub's notebook preview. An array longer than `MAX_CELLS` is drawn as `BINS` bins (class
+GitHub's notebook preview; inside JupyterLab, `theme_css()` (a stylesheet the widget and the
+notebook view put next to the drawing) repaints the background, the text and the untouched
+cells from the theme's variables, so the map is no white panel in the dark theme — the
+presentation attributes stay the fallback. An array longer than `MAX_CELLS` is drawn as `BINS` bins (class
 "bin", shaded by how many accesses fell in each), and at most `MAX_CUBES` cubes' shared arrays are
 drawn: a larger launch is summarised, not drawn unreadably.
 """
@@ -54,6 +57,18 @@ RACE = "#d62728"
 UNINIT = "#ff8c00"
 OOB_FILL = "#ffd6d6"
 FONT = "font-family:DejaVu Sans Mono,Menlo,Consolas,monospace"
+_THEMED = {"#222": "ink", "#555": "muted", "#777": "muted"}  # text fill → its theme class
+
+
+def theme_css() -> str:
+    """The drawing in JupyterLab's colours (light or dark), each with the SVG's own colour as
+    the fallback outside JupyterLab. Cell fills (read, written, atomic) and the labels on them
+    keep their colours: they are light in both themes."""
+    svg = "svg.cubelab-access-map"
+    return (f"{svg} rect.bg {{ fill: var(--jp-layout-color0, #ffffff); }}"
+            f"{svg} text.ink {{ fill: var(--jp-content-font-color1, #222222); }}"
+            f"{svg} text.muted {{ fill: var(--jp-content-font-color2, #555555); }}"
+            f"{svg} rect.untouched, {svg} rect.blank {{ fill: var(--jp-layout-color2, #ffffff); }}")
 
 
 def _esc(x: Any) -> str:
@@ -86,7 +101,10 @@ class _Svg:
         self.width = 400
 
     def text(self, x: float, y: float, s: str, size: int = 12, weight: str = "normal",
-             fill: str = "#222", anchor: str = "start", cls: str = "") -> None:
+             fill: str = "#222", anchor: str = "start", cls: str = "",
+             themed: bool = True) -> None:
+        if themed and fill in _THEMED:
+            cls = f"{cls} {_THEMED[fill]}".strip()
         c = f' class="{cls}"' if cls else ""
         self.parts.append(f'<text{c} x="{x:g}" y="{y:g}" font-size="{size}" '
                           f'font-weight="{weight}" fill="{fill}" text-anchor="{anchor}" '
@@ -109,7 +127,7 @@ def render(m: "AccessMap", phase: int | None = None, unit: int | None = None) ->
                            m.arrays[o.array].space == "shared" else -1, o.phase), []).append(o)
 
     s.y = 18
-    s.text(8, s.y, f"access map of `{m.kernel}`", 14, "bold")
+    s.text(8, s.y, f"access map of {m.kernel}", 14, "bold")
     s.y += 16
     summary = (f"{len(m.units)} units in {len(m.cubes)} cube(s) recorded · "
                f"{len(m.accesses)} accesses · {m.races_total} race(s) · "
@@ -129,8 +147,12 @@ def render(m: "AccessMap", phase: int | None = None, unit: int | None = None) ->
                11, fill="#a60")
     for p in phases:
         s.y += 22
-        head = ("before the first barrier" if p == 0 else f"after barrier {p}")
-        s.text(8, s.y, f"phase {p} · {head}", 13, "bold", cls="phase-title")
+        if m.phases == 1:  # nothing to be before or after
+            title = "every access (no sync_cube() in this launch)"
+        else:
+            title = f"phase {p} · " + ("before the first barrier" if p == 0
+                                       else f"after barrier {p}")
+        s.text(8, s.y, title, 13, "bold", cls="phase-title")
         s.y += 8
         for row in rows:
             _row(s, m, row, p, by_cell, race_cells, uninit, mine, oob_by)
@@ -138,7 +160,8 @@ def render(m: "AccessMap", phase: int | None = None, unit: int | None = None) ->
     body = "".join(s.parts)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="cubelab-access-map" '
             f'width="{s.width}" height="{s.y}" viewBox="0 0 {s.width} {s.y}">'
-            f'<rect x="0" y="0" width="{s.width}" height="{s.y}" fill="#ffffff"/>{body}</svg>')
+            f'<rect class="bg" x="0" y="0" width="{s.width}" height="{s.y}" fill="#ffffff"/>'
+            f"{body}</svg>")
 
 
 def _legend(s: _Svg) -> None:
@@ -150,7 +173,8 @@ def _legend(s: _Svg) -> None:
     for label, fill, stroke, dash in items:
         d = f' stroke-dasharray="{dash}"' if dash else ""
         sw = 2.5 if stroke != "#999" else 1
-        s.parts.append(f'<rect class="legend" x="{x:g}" y="{s.y:g}" width="12" height="12" '
+        blank = " blank" if fill == "#ffffff" else ""
+        s.parts.append(f'<rect class="legend{blank}" x="{x:g}" y="{s.y:g}" width="12" height="12" '
                        f'fill="{fill}" stroke="{stroke}" stroke-width="{sw}"{d}/>')
         s.text(x + 16, s.y + 10, label, 11)
         x += 26 + 7 * len(label)
@@ -232,7 +256,7 @@ def _row(s: _Svg, m: "AccessMap", row: tuple[str, int], p: int, by_cell: Any, ra
             s.parts.append(f'<path d="M{x} {y}h7l-7 7z" fill="{READ_CORNER}"/>')
         if accs:
             s.text(x + CELL / 2, y + CELL - 6, _who(accs, local), 9, anchor="middle",
-                   fill="#222")
+                   fill="#222", themed=False)  # on a light cell in either theme
     right = x0 + min(length, cols) * (CELL + GAP)
     # out-of-bounds accesses of this row and phase, past the end
     oobs = oob_by.get((name, cube, p), [])

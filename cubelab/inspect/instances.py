@@ -21,7 +21,7 @@ from cubelab.runtime.kernel_id import CubeDim, ExecutionMode, KernelId
 _MISSING = object()
 
 __all__ = ["expanded", "source", "instance", "default_instance", "instance_from_id",
-           "kernel_id", "explain", "diff", "OPTIONS_MEANING"]
+           "kernel_id", "explain", "diff", "OPTIONS_MEANING", "defined_at"]
 
 
 @api_boundary
@@ -94,8 +94,20 @@ def diff(a: KernelId, b: KernelId) -> list[str]:
             else:
                 out.append(f"`{label}` changed: {va} → {vb}")
     if not out and a.origin != b.origin:
-        out.append("the kernel's source (or a helper's) changed")
+        where = defined_at(b.origin)
+        out.append("the kernel's source (or a helper's) changed" +
+                   (f": defined again at {where}" if where else ""))
     return out
+
+
+def defined_at(origin: str) -> str:
+    """Where the source with digest `origin` (`KernelId.origin`) was last defined, as its reader
+    names it ("Cell In[9], line 2", "kernels.py:12"); "" when this process never defined it."""
+    from cubelab.errors import location
+    from cubelab.frontend.kernel import DEFINED_AT
+
+    place = DEFINED_AT.get(origin)
+    return location(*place) if place else ""
 
 
 @api_boundary

@@ -21,7 +21,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Sequence
 
-from cubelab.inspect.instances import diff
+from cubelab.inspect.instances import defined_at, diff
 from cubelab.runtime import events as ev
 from cubelab.runtime.kernel_id import KernelId
 
@@ -637,6 +637,9 @@ def distinguishing_fields(ids: Sequence[KernelId]) -> dict[KernelId, str]:
                     parts.append("cube_dim " + "×".join(str(d) for d in v))
                 else:
                     parts.append(f"{n.removeprefix('info.')}: {v}")
+            if len({o.origin for o in group}) > 1:  # the same kernel defined in several places
+                where = defined_at(k.origin)
+                parts.append(f"defined at {where}" if where else "another definition")
             out[k] = " · ".join(parts)
     return out
 

@@ -129,13 +129,18 @@ class MemoryView(View):
                 tip = (f"handle #{s.handle_id}: {_fmt(s.size)} at offset {s.offset}"
                        + (" — released, waiting for queued work" if s.pending else "")
                        if s.handle_id else f"free: {_fmt(s.size)} at offset {s.offset}")
+                # a buffer is at least a few pixels wide at any page size (a 16-byte slice of a
+                # 64 MiB page would be 0.00002 % of it: invisible); free space gives way
+                grow = "1 1" if s.state == "free" else "0 0"
                 cells.append(f'<div class="cl-mem-{s.state}" data-handle="{s.handle_id}" '
-                             f'title="{html.escape(tip)}" style="width:{width:.2f}%">'
+                             f'title="{html.escape(tip)}" style="flex: {grow} {width:.2f}%; '
+                             f'min-width: {"0" if s.state == "free" else "4px"}">'
                              f"{label}</div>")
             rows.append(
-                f'<tr data-page="{p.id}"><td>page {p.id}</td><td>{p.pool}</td>'
-                f"<td>{_fmt(p.size)}</td><td class='cl-mem-page'><div class='cl-mem-bar'>"
-                f"{''.join(cells)}</div></td><td>{_fmt(p.used)}</td></tr>")
+                f'<tr data-page="{p.id}"><td class="cl-nowrap">page {p.id}</td><td>{p.pool}</td>'
+                f"<td class='cl-nowrap'>{_fmt(p.size)}</td><td class='cl-mem-page'>"
+                f"<div class='cl-mem-bar'>{''.join(cells)}</div></td>"
+                f"<td class='cl-nowrap'>{_fmt(p.used)}</td></tr>")
         if not rows:
             rows.append('<tr><td colspan="5" class="cl-muted">no pages yet</td></tr>')
         title = f'<div class="cl-title">{html.escape(self.title)}</div>' if self.title else ""

@@ -114,7 +114,13 @@ def report_lines(kernel: str, accesses: list[Any], total: int, shown: int = 20) 
     """What `%cubelab oob on` prints for one launch."""
     lines = [f"cubelab: {total} out-of-bounds access{'es' if total != 1 else ''} in `{kernel}` "
              "(seen by re-running the launch on the CPU runtime):"]
-    lines += [f"  {a}" for a in accesses[:shown]]
+    then = {"clamped": "clamped to the last item", "zero": "read as 0", "dropped": "dropped",
+            "failed": "dropped"}
+    for a in accesses[:shown]:  # two short lines each: a printed report never wraps mid-word
+        verb = "writes" if a.write else "reads"
+        lines.append(f"  unit {a.absolute} {verb} {a.buffer}[{a.index}], but {a.buffer} has "
+                     f"{a.length} items ({then.get(a.outcome, a.outcome)})")
+        lines.append(f"      line {a.line}: {a.source}")
     if total > min(shown, len(accesses)):
         lines.append(f"  ... and {total - min(shown, len(accesses))} more")
     return lines

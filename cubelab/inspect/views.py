@@ -35,7 +35,7 @@ _TABLE_CSS = f"""
   white-space: pre-wrap; }}
 .{CSS_SCOPE} table.cl-table th {{ color: var(--jp-ui-font-color1, inherit); font-weight: bold; }}
 .{CSS_SCOPE} .cl-state-failed, .{CSS_SCOPE} .cl-state-skipped {{ color: var(--jp-error-color1, #c00); }}
-.{CSS_SCOPE} .cl-state-claimed {{ color: var(--jp-warn-color1, #b60); }}
+.{CSS_SCOPE} .cl-state-claimed {{ color: var(--jp-warn-color0, #b60); }}
 .{CSS_SCOPE} .cl-state-repaired, .{CSS_SCOPE} .cl-state-clean {{ color: var(--jp-success-color1, #080); }}
 .{CSS_SCOPE} .cl-big {{ font-size: 2.2em; font-weight: bold; line-height: 1.1; }}
 .{CSS_SCOPE} .cl-muted {{ color: var(--jp-content-font-color2, #666); }}
@@ -45,7 +45,19 @@ _TABLE_CSS = f"""
 .{CSS_SCOPE} .cl-key {{ color: var(--jp-content-font-color2, #666); white-space: nowrap; }}
 .{CSS_SCOPE} .cl-msg {{ white-space: pre-wrap; word-break: normal; overflow-wrap: normal;
   margin: 0; line-height: 1.35; }}
+.{CSS_SCOPE} pre.cl-details {{ white-space: pre-wrap; word-break: normal; overflow-wrap: normal;
+  max-width: 100%; }}
+.{CSS_SCOPE} table.cl-table td, .{CSS_SCOPE} li, .{CSS_SCOPE} .cl-title {{ word-break: normal;
+  overflow-wrap: normal; }}
+.{CSS_SCOPE} code {{ white-space: nowrap; }}
+.cubelab-view .cubelab-ellipsis select {{ text-overflow: ellipsis; }}
+.cubelab-view .cubelab-stepper-source pre {{ white-space: pre-wrap; word-break: normal; }}
 """
+
+
+#: the widest a printed report gets (characters): a 1280-px JupyterLab output area with the
+#: file browser open shows about 110 columns of code font; wider lines wrap wherever they reach
+TEXT_WIDTH = 100
 
 
 def table_css() -> str:
@@ -128,28 +140,42 @@ class TableView(View):
     note: str = ""
 
     def text(self) -> str:
+        """The table as text no wider than `TEXT_WIDTH`: the widest columns are wrapped at
+        word boundaries (a notebook's output area would otherwise wrap each long row mid-word,
+        anywhere), every line of a multi-line cell kept."""
+        import textwrap
+
         cells = [[str(c) for c in self.columns]] + [[str(v) for v in r] for r in self.rows]
         widths = [max(len(line) for row in cells for line in (row[i].splitlines() or [""]))
                   for i in range(len(self.columns))]
+        gap = 2 * (len(widths) - 1)
+        while sum(widths) + gap > TEXT_WIDTH and max(widths) > 16:
+            widest = widths.index(max(widths))
+            widths[widest] -= 1
         out = [f"── {self.title} ──"] if self.title else []
         for j, row in enumerate(cells):
-            first = [c.splitlines()[0] if c else "" for c in row]
-            out.append("  ".join(v.ljust(w) for v, w in zip(first, widths)).rstrip())
+            wrapped = [[piece for line in (c.splitlines() or [""])
+                        for piece in (textwrap.wrap(line, w, break_long_words=False,
+                                                    break_on_hyphens=False) or [""])]
+                       for c, w in zip(row, widths)]
+            for k in range(max(len(w) for w in wrapped)):
+                out.append("  ".join((w[k] if k < len(w) else "").ljust(width)
+                                     for w, width in zip(wrapped, widths)).rstrip())
             if j == 0:
                 out.append("  ".join("-" * w for w in widths))
         if self.note:
-            out.append(self.note)
+            out += textwrap.wrap(self.note, TEXT_WIDTH, break_long_words=False) or [""]
         return "\n".join(out)
 
     def html_body(self) -> str:
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
+        head = "".join(f"<th>{inline_markdown(str(c))}</th>" for c in self.columns)
         body = []
         for i, r in enumerate(self.rows):
             cls = self.row_classes[i] if i < len(self.row_classes) else ""
-            cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in r)
+            cells = "".join(f"<td>{inline_markdown(str(v))}</td>" for v in r)
             body.append(f'<tr class="{html.escape(cls)}">{cells}</tr>')
-        title = f'<div class="cl-title">{html.escape(self.title)}</div>' if self.title else ""
-        note = f'<div class="cl-muted">{html.escape(self.note)}</div>' if self.note else ""
+        title = f'<div class="cl-title">{inline_markdown(self.title)}</div>' if self.title else ""
+        note = f'<div class="cl-muted">{inline_markdown(self.note)}</div>' if self.note else ""
         return (f'{title}<table class="cl-table"><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(body)}</tbody></table>{note}')
 
@@ -157,8 +183,12 @@ class TableView(View):
         from rich.table import Table
 
         t = Table(title=self.title, title_justify="left", caption=self.note or None)
-        for c in self.columns:
-            t.add_column(str(c))
+        for i, c in enumerate(self.columns):
+            # never an ellipsis: the first column (an id, a name) is kept whole, the others
+            # wrap at words and fold a token too long for the terminal
+            longest = max((len(str(r[i])) for r in self.rows if i < len(r)), default=0)
+            t.add_column(str(c), overflow="fold", no_wrap=i == 0,
+                         min_width=min(longest, 32) if i == 0 else None)
         styles = {"cl-state-failed": "red", "cl-state-skipped": "red", "cl-state-claimed": "yellow",
                   "cl-state-repaired": "green", "cl-state-clean": "green"}
         for i, r in enumerate(self.rows):
@@ -177,8 +207,8 @@ class NoteView(View):
         return "\n".join(head + [f"• {ln}" for ln in self.lines])
 
     def html_body(self) -> str:
-        title = f'<div class="cl-title">{html.escape(self.title)}</div>' if self.title else ""
-        items = "".join(f"<li>{html.escape(ln)}</li>" for ln in self.lines)
+        title = f'<div class="cl-title">{inline_markdown(self.title)}</div>' if self.title else ""
+        items = "".join(f"<li>{inline_markdown(ln)}</li>" for ln in self.lines)
         return f"{title}<ul>{items}</ul>"
 
     def rich(self) -> Any:

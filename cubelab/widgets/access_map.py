@@ -20,7 +20,8 @@ from typing import Any
 import ipywidgets as W
 
 from cubelab.inspect.access_map import AccessMap as AccessMapData
-from cubelab.inspect.views import table_css
+from cubelab.inspect.access_svg import theme_css
+from cubelab.inspect.views import inline_markdown, table_css
 from cubelab.widgets._live import View
 
 __all__ = ["AccessMap"]
@@ -38,18 +39,19 @@ class AccessMap(View):
         self.cell: tuple[str, int] | None = None
         self.back_button = W.Button(description="◀ phase", layout=W.Layout(width="7em"))
         self.forward_button = W.Button(description="phase ▶", layout=W.Layout(width="7em"))
+        label = {"description_width": "initial"}  # the label whole, never cut to "un…"
         self.phase_picker = W.Dropdown(
             options=[("all phases", -1)] + [(f"phase {p}", p) for p in range(m.phases)],
             value=-1 if self.phase is None else self.phase, description="show",
-            layout=W.Layout(width="14em"))
+            layout=W.Layout(width="14em"), style=label)
         self.unit_picker = W.Dropdown(
             options=[("every unit", -1)] + [(self._unit_label(u), u) for u in m.units],
-            value=-1, description="unit", layout=W.Layout(width="20em"))
+            value=-1, description="unit", layout=W.Layout(width="24em"), style=label)
         arrays = list(m.arrays) or ["-"]
         self.array_picker = W.Dropdown(options=arrays, value=arrays[0], description="cell",
-                                       layout=W.Layout(width="14em"))
+                                       layout=W.Layout(width="14em"), style=label)
         self.index_picker = W.BoundedIntText(value=0, min=0, max=10**9, description="index",
-                                             layout=W.Layout(width="10em"))
+                                             layout=W.Layout(width="10em"), style=label)
         self.drawing = W.HTML()
         self.drawing.add_class("cubelab-access-map-drawing")
         self.details = W.HTML()
@@ -122,7 +124,7 @@ class AccessMap(View):
             self.back_button.disabled = self.phase is not None and self.phase <= 0
             self.forward_button.disabled = self.phase is not None and \
                 self.phase >= m.phases - 1
-            self.drawing.value = m.to_svg(self.phase, self.unit)
+            self.drawing.value = f"<style>{theme_css()}</style>{m.to_svg(self.phase, self.unit)}"
             self.details.value = self._details_html()
 
     def _cost_html(self) -> str:
@@ -148,15 +150,13 @@ class AccessMap(View):
     def _details_html(self) -> str:
         m = self.map
         parts = [f'<div class="cubelab-code"><style>{table_css()}</style>']
-        head = (f"{len(m.races)} race(s) · {len(m.uninitialised)} uninitialised shared read(s) · "
-                f"{len(m.oob)} out-of-bounds access(es)")
-        parts.append(f'<div class="cl-title">access map of `{html.escape(m.kernel)}` · '
-                     f"{html.escape(head)}</div>")
+        # the findings (the drawing below carries the kernel's name and the counts)
         rows = [str(r) for r in m.races[:20]] + [f"out of bounds: {o}" for o in m.oob[:20]]
         rows += [f"uninitialised read: unit {a.unit} reads {a.array}[{a.index}] in phase "
                  f"{a.phase} (line {a.line})" for a in m.uninitialised[:20]]
         if rows:
-            parts.append("<ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in rows) + "</ul>")
+            parts.append('<ul class="cl-findings">' + "".join(
+                f"<li>{inline_markdown(r)}</li>" for r in rows) + "</ul>")
         parts.append(self._cost_html())
         if self.unit is not None:
             s = m.scores[self.unit]

@@ -6,12 +6,15 @@ cause), skipped-from, repaired — plus out-of-bounds reports; select a buffer t
 nothing, which is what keeps an attached board within the ≤ 5 % launch-overhead budget.
 
 Built only from buffer events (BufferCreated/Claimed/Released/Failed/Repaired, LaunchFailed,
-LaunchSkipped, OobReported) through `inspect.BufferStates`.
+LaunchSkipped, OobReported) through `inspect.BufferStates`. A buffer is shown by the name the
+notebook gave it (`out #6`): the names come from the notebook's own variables that hold the
+handle (IPython's user namespace, looked at when the board redraws), never from the runtime.
 """
 
 from __future__ import annotations
 
 import html
+import sys
 from typing import Any
 
 import ipywidgets as W
@@ -60,9 +63,11 @@ class BufferBoard(LiveView):
 
     def render(self) -> None:
         snap = self.states.snapshot()
-        options = [(f"#{b.handle_id} {b.state}", b.handle_id) for b in snap.buffers]
+        names = notebook_names()
+        options = [(f"{_label(b.handle_id, names)} {b.state}", b.handle_id)
+                   for b in snap.buffers]
         with self._root.hold_sync():
-            set_html(self.table, self._table_html(snap))
+            set_html(self.table, self._table_html(snap, names))
             if list(self.picker.options) != options:
                 self.picker.options = options
                 if self.selected is not None and any(v == self.selected for _, v in options):
@@ -80,12 +85,14 @@ class BufferBoard(LiveView):
             f'<tr class="cl-state-{h.state}"><td>{h.state}</td><td>{html.escape(h.kernel)}</td>'
             f"<td>{h.launch_seq or ''}</td><td>{message_html(h.detail)}</td></tr>"
             for h in b.history)
-        return (f'<div class="cubelab-code"><div class="cl-title">buffer #{b.handle_id}</div>'
+        name = html.escape(_label(b.handle_id, notebook_names()))
+        return (f'<div class="cubelab-code"><div class="cl-title">buffer {name}</div>'
                 '<table class="cl-table"><thead><tr><th>state</th><th>launch</th><th>#</th>'
                 f"<th>what happened</th></tr></thead><tbody>{rows}</tbody></table></div>")
 
     @staticmethod
-    def _table_html(snap: BuffersSnapshot) -> str:
+    def _table_html(snap: BuffersSnapshot, names: dict[int, str] | None = None) -> str:
+        names = names or {}
         rows = []
         for b in snap.buffers:
             cause = ""
@@ -97,7 +104,8 @@ class BufferBoard(LiveView):
             rows.append(
                 f'<tr class="cl-buffer cl-state-{b.state}" data-buffer="{b.handle_id}" '
                 f'data-state="{b.state}" title="{html.escape(BUFFER_STATES.get(b.state, ""))}">'
-                f"<td>#{b.handle_id}</td><td>{size}</td><td class='cl-state'>{b.state}</td>"
+                f"<td class='cl-nowrap'>{html.escape(_label(b.handle_id, names))}</td>"
+                f"<td class='cl-nowrap'>{size}</td><td class='cl-state'>{b.state}</td>"
                 f"<td>{html.escape(b.kernel)}</td><td>{cause}</td></tr>")
         if not rows:
             rows.append('<tr><td colspan="5" class="cl-muted">no buffers yet</td></tr>')
@@ -119,3 +127,29 @@ class BufferBoard(LiveView):
                 '<table class="cl-table"><thead><tr><th>buffer</th><th>size</th><th>state</th>'
                 f"<th>last launch</th><th>root cause</th></tr></thead><tbody>{''.join(rows)}"
                 f"</tbody></table>{oob}</div>")
+
+
+def _label(handle_id: int, names: dict[int, str]) -> str:
+    name = names.get(handle_id)
+    return f"{name} #{handle_id}" if name else f"#{handle_id}"
+
+
+def notebook_names() -> dict[int, str]:
+    """{handle id: the notebook variable holding it} from IPython's user namespace (the first
+    name in definition order; "" outside IPython). Read on the UI thread: a namespace changing
+    under the look is looked at again at the next redraw."""
+    from cubelab.runtime.handle import Handle
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return {}
+    try:
+        items = list(shell.user_ns.items())
+    except RuntimeError:  # changed size while copied: the next redraw reads it again
+        return {}
+    out: dict[int, str] = {}
+    for name, value in items:
+        if isinstance(value, Handle) and not name.startswith("_"):
+            out.setdefault(value.id, name)
+    return out

@@ -19,7 +19,7 @@ from typing import Any
 import ipywidgets as W
 
 from cubelab.inspect.live import CacheSnapshot, CacheStats, clock, distinguishing_fields, plural
-from cubelab.inspect.views import table_css
+from cubelab.inspect.views import inline_markdown, table_css
 from cubelab.widgets._live import LiveView, UiThread, client_of, set_html
 
 __all__ = ["CacheMonitor"]
@@ -89,7 +89,7 @@ class CacheMonitor(LiveView):
             kid = (f"<details><summary><code>{html.escape(r.short)}</code></summary>"
                    f"<pre>{html.escape(r.kernel_id.debug())}</pre></details>"
                    f"<div class='cl-key'>{html.escape(keys[r.kernel_id])}</div>")
-            why = "<br>".join(html.escape(w) for w in r.why)
+            why = "<br>".join(inline_markdown(w) for w in r.why)
             fail = f' <span class="cl-state-failed">({r.failures} failed)</span>' \
                 if r.failures else ""
             origin = ", ".join(f"{n} {o}" for o, n in r.origins.items() if o != "compiled")

@@ -76,8 +76,11 @@ class LaunchTimeline(LiveView):
             # goes under them
             failure = steps.pop()[1] if steps and steps[-1][0] == "failed" \
                 and "\n" in steps[-1][1] else None
-            hop2 = " → ".join(f'<span class="cl-state-{k}">{html.escape(t)}</span>'
-                              for k, t in steps) or '<span class="cl-muted">queued</span>'
+            if r.gated:  # ended on the calling thread: it never reached a queue
+                hop2 = '<span class="cl-muted">— (never handed off)</span>'
+            else:
+                hop2 = " → ".join(f'<span class="cl-state-{k}">{html.escape(t)}</span>'
+                                  for k, t in steps) or '<span class="cl-muted">queued</span>'
             if failure is not None:
                 hop2 += f'<div class="cl-state-failed">{message_html(failure, 1)}</div>'
             lat = r.latency_s
@@ -93,9 +96,11 @@ class LaunchTimeline(LiveView):
                 f'<tr class="cl-launch" data-status="{r.status}"><td>{r.seq if r.seq > 0 else "—"}'
                 f"</td><td class='cl-nowrap'>{html.escape(r.kernel)}</td>"
                 f"<td class='cl-nowrap'>{where1}{hop1}</td>"
-                f"<td class='cl-hop2' title='on {html.escape(r.device_thread)}'>{hop2}</td>"
+                f"<td class='cl-hop2' title='on {html.escape(r.device_thread or 'no thread')}'>"
+                f"{hop2}</td>"
                 f"<td class='cl-nowrap'>{bar}</td></tr>")
-            threads.add(r.device_thread)
+            if r.device_thread:  # a gated launch never met one
+                threads.add(r.device_thread)
         if not rows:
             rows.append('<tr><td colspan="5" class="cl-muted">no launches yet</td></tr>')
         set_html(self.table,

@@ -70,8 +70,13 @@ class Stepper(View):
         self._mount(
             W.HBox([self.back_button, self.forward_button, self.position, self.unit]),
             self.values,
-            W.HBox([W.Box([self.source], layout=W.Layout(width="50%", overflow="auto")),
-                    W.Box([self.ir], layout=W.Layout(width="50%", overflow="auto"))]),
+            # side by side while both fit, one under the other when not: the executing line is
+            # never cropped (the source pane also wraps a long line at its words)
+            W.HBox([W.Box([self.source], layout=W.Layout(flex="1 1 30em", min_width="22em",
+                                                         overflow="auto")),
+                    W.Box([self.ir], layout=W.Layout(flex="1 1 30em", min_width="22em",
+                                                     overflow="auto"))],
+                   layout=W.Layout(flex_flow="row wrap")),
         )
         self.render()
 
