@@ -17,7 +17,8 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from test_jupyterlab import ALL_RAN, ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, RUN_ALL, lab  # noqa: F401
+from test_jupyterlab import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, lab,  # noqa: F401
+                             open_notebook, run_all)
 
 CHAPTER = Path(__file__).resolve().parents[2] / "notebooks" / "01_first_kernels.ipynb"
 KEY = "ch01.units_in_a_launch"
@@ -78,11 +79,8 @@ def test_a_student_answers_a_chapter_exercise_through_its_widget(lab):  # noqa: 
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1800})
         try:
-            page.goto(f"{base}/lab/tree/{CHAPTER.name}?token={token}")
-            page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-            page.evaluate(RUN_ALL, 60_000)
-            page.wait_for_function(ALL_RAN, arg=code_cells, timeout=180_000)
+            open_notebook(page, base, token, CHAPTER.name)
+            run_all(page, code_cells)
             expect(page.locator(".jp-OutputArea-output", has_text="Traceback")).to_have_count(0)
 
             # as committed, every exercise says "not answered yet"

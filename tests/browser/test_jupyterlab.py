@@ -161,6 +161,19 @@ ROW_LINES = """(view) => [...view.querySelectorAll("tr.cl-launch[data-status='di
   })"""
 
 
+def open_notebook(page, base: str, token: str, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Open notebook `name` of the lab in `page` and wait until its cells are in the DOM."""
+    page.goto(f"{base}/lab/tree/{name}?token={token}")
+    page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
+    page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+
+
+def run_all(page, code_cells: int, timeout_ms: int = 180_000) -> None:  # type: ignore[no-untyped-def]
+    """Run every cell of the open notebook and wait until all `code_cells` have run."""
+    page.evaluate(RUN_ALL, 60_000)
+    page.wait_for_function(ALL_RAN, arg=code_cells, timeout=timeout_ms)
+
+
 def _require_browser() -> None:
     ci = os.environ.get("CI", "").lower() in ("1", "true") or \
         os.environ.get("CUBELAB_EXPECT_WGPU") == "1"
@@ -270,9 +283,7 @@ def test_jupyterlab_renders_the_inspector_cache_monitor_and_buffer_board(lab):
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1800})
         try:
-            page.goto(f"{base}/lab/tree/views.ipynb?token={token}")
-            page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
+            open_notebook(page, base, token, "views.ipynb")
 
             # a student's lab: nbgrader's menu, "Create Assignment" sidebar and "Validate"
             # button are off — though this venv has nbgrader's extension installed — and the

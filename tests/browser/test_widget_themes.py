@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import pytest
 
-from test_jupyterlab import ALL_RAN, ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, RUN_ALL, lab  # noqa: F401
+from test_jupyterlab import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, lab,  # noqa: F401
+                             open_notebook, run_all)
 
 CELLS = [
     "%load_ext cubelab",
@@ -199,11 +200,8 @@ def test_every_view_reads_whole_in_the_light_and_the_dark_theme(lab):  # noqa: F
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         try:
-            page.goto(f"{base}/lab/tree/themes.ipynb?token={token}")
-            page.wait_for_function("window.jupyterapp !== undefined", timeout=60_000)
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
-            page.evaluate(RUN_ALL, 60_000)
-            page.wait_for_function(ALL_RAN, arg=len(CELLS), timeout=240_000)
+            open_notebook(page, base, token, "themes.ipynb")
+            run_all(page, len(CELLS), 240_000)
             expect(page.locator(".jp-OutputArea-output", has_text="Traceback")).to_have_count(0)
             for selector in VIEWS.values():
                 expect(page.locator(selector).first).to_be_visible(timeout=30_000)
