@@ -65,7 +65,8 @@ if [ "$have" != "$want" ] || [ "$have_level" -lt "$level" ]; then
   echo "cubelab setup: installing Python packages into .venv (cubelab[$target]; the first run" \
        "takes a minute or two)"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[$target]"
+  # nbstripout: the git filter below (a checkout's tool, not the package's: no extra needs it)
+  .venv/bin/python -m pip install -q -e ".[$target]" "nbstripout>=0.7"
   echo "$want $target" > "$stamp"
 fi
 
