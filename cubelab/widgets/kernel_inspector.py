@@ -181,12 +181,15 @@ class KernelInspector(LiveView):
         """A KernelId this inspector first saw as a cache hit: compiled before it listened (a
         second Run All), so rebuilt here through the same pipeline."""
         label = f"#{n} cached {kid.short()} ({kid.mode.value})"
-        try:
-            c = I.compiled(I.instance_from_id(self.kernel, kid))
+        try:  # under the client's options, as its launches compiled it
+            c = I.compiled(I.instance_from_id(self.kernel, kid), client=self.client)
         except Exception:  # noqa: BLE001 - an id this source cannot rebuild: keep the others
-            return Stage(label, kid, "", "", [], "", None, True)
-        return Stage(label, kid, c.expanded_ir, c.ir, list(c.passes), c.wgsl.source, c.msl,
-                     True, I.correspondence(c, self.kernel.file))
+            return Stage(label, kid, "", "", [], {}, True)
+        sources = {name: src.source for name, src in c.sources.items()}
+        key = options_key(self.client.compilation_options() if self.client is not None
+                          else CompilationOptions())
+        return Stage(label, kid, c.expanded_ir, c.ir, list(c.passes), sources, True,
+                     I.correspondence(c, self.kernel.file), key)
 
     def _stage_from_event(self, e: ev.CompileFinished, n: int) -> Stage:
         label = f"#{n} compiled {e.kernel_id.short()} ({e.kernel_id.mode.value})"
