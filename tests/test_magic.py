@@ -433,7 +433,7 @@ DEFINITION_MISTAKES = {
     "len": ("x[ABSOLUTE_POS] = len(x)", "len(x)", "x.len()"),
     "print": ("print(x[0])", "print(x[0])", "debug_print"),
     "np.sqrt": ("x[ABSOLUTE_POS] = u32(np.sqrt(x[ABSOLUTE_POS]))", "np.sqrt(", "sqrt(x)"),
-    "f32 + u32": ("y = f32(1.0) + x[0]", "f32(1.0) + x[0]", "cast one side"),
+    "f32 + u32": ("y = f32(1.0) + x[0]", "f32(1.0) + x[0]", "cast_from"),
 }
 
 

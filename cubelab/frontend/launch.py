@@ -146,7 +146,11 @@ class Launcher:
     def __call__(self, *args: Any) -> None:
         # a kernel without generic types: `saxpy.launch(...)`
         bound = self._bound.get(())
-        (bound if bound is not None else self._bind(()))(*args)
+        try:
+            (bound if bound is not None else self._bind(()))(*args)
+        except CubeError as exc:  # this frame is cubelab's too: the boundary inline, as below
+            leave_boundary(exc)
+            raise
 
     def __repr__(self) -> str:
         return f"<{self.fn.__name__}.{'launch' if self.mode is ExecutionMode.Checked else 'launch_unchecked'}>"
