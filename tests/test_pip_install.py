@@ -66,6 +66,10 @@ def test_build_makes_a_wheel_and_an_sdist_that_twine_checks(dist):
     names = zipfile.ZipFile(wheel).namelist()
     for chapter in CHAPTERS:
         assert f"cubelab/chapters/{chapter}" in names
+    figures = [p.relative_to(ROOT / "notebooks").as_posix()
+               for p in (ROOT / "notebooks" / "figures").rglob("*.svg")]
+    missing = [f for f in figures if f"cubelab/chapters/{f}" not in names]
+    assert not missing, f"the chapters' figures are not in the wheel: {missing}"
     assert not [n for n in names if "solutions" in n], "the wheel gives students the solutions"
     assert "cubelab/lab_config/student/labconfig/page_config.json" in names
 
