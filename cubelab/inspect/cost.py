@@ -20,7 +20,7 @@ import html
 import math
 from typing import Any, Callable, Iterator, Sequence
 
-from cubelab.inspect.views import TableView
+from cubelab.inspect.views import TableView, inline_markdown
 from cubelab.runtime.cpu.cost import LineCoalescing, LineConflicts
 
 __all__ = ["CostTable", "cost_colour", "badness"]
@@ -109,10 +109,11 @@ class CostTable(TableView):
                 cells.append(f"<td{style}{cls}>{html.escape(str(v))}</td>")
             body.append(f'<tr class="cl-cost" data-line="{rec.line}" '
                         f'data-badness="{badness(rec):.3f}">{"".join(cells)}</tr>')
-        title = f'<div class="cl-title">{html.escape(self.title or "")}</div>'
+        title = f'<div class="cl-title">{inline_markdown(self.title or "")}</div>'
         if not self.records:
-            return title + f'<div class="cl-muted">{html.escape(self.text().splitlines()[-1])}</div>'
-        note = f'<div class="cl-muted">{html.escape(self.note)}</div>' if self.note else ""
+            empty = inline_markdown(self.text().splitlines()[-1])
+            return title + f'<div class="cl-muted">{empty}</div>'
+        note = f'<div class="cl-muted">{inline_markdown(self.note)}</div>' if self.note else ""
         return (f'{title}<table class="cl-table"><thead><tr>{head}</tr></thead>'
                 f'<tbody>{"".join(body)}</tbody></table>{note}')
 
