@@ -85,6 +85,18 @@ class RawWgpu:
     def sync(self, buf: Any) -> None:
         self.device.queue.read_buffer(buf, 0, 4)
 
+    def per_launch(self, pipe: Any, group: Any, count: tuple[int, int, int], reps: int,
+                   buf: Any) -> float:
+        """Seconds per launch of `reps` one-submit launches, after one untimed launch (the GPU
+        busy and clocked up when the timing starts), synced on `buf`."""
+        self.launch(pipe, group, count)
+        self.sync(buf)
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            self.launch(pipe, group, count)
+        self.sync(buf)
+        return (time.perf_counter() - t0) / reps
+
 
 def timed(fn: Callable[[], None]) -> float:
     t0 = time.perf_counter()

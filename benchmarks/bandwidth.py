@@ -94,14 +94,7 @@ def main() -> None:
         info = raw.buffer(comp.wgsl.info.pack({"f32": [1.0]}, [items, items]))
         pipe, group = raw.pipeline(comp.wgsl.source, comp.wgsl.entry,
                                    [(rx, False), (ry, True), (info, False)])
-        count = grid(items)
-        raw.launch(pipe, group, count)
-        raw.sync(ry)
-        t0 = time.perf_counter()
-        for _ in range(args.reps):
-            raw.launch(pipe, group, count)
-        raw.sync(ry)
-        return (time.perf_counter() - t0) / args.reps
+        return raw.per_launch(pipe, group, grid(items), args.reps, ry)
 
     rows = []
     worst_large = None

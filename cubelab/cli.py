@@ -21,6 +21,7 @@ here runs on a device except `demo` and `cost`.
 
 from __future__ import annotations
 
+from cubelab.errors import hinted
 import argparse
 import ast
 import importlib.util
@@ -37,11 +38,13 @@ def load_kernel(spec: str) -> Any:
     from cubelab.frontend.kernel import CubeFunction
 
     if "::" not in spec:
-        raise SystemExit(f"cubelab: expected FILE::KERNEL (e.g. kernels.py::saxpy), got {spec!r}")
+        raise SystemExit(hinted(f"cubelab: expected FILE::KERNEL, got {spec!r}",
+                                "name the file and the kernel, e.g. kernels.py::saxpy"))
     file, name = spec.rsplit("::", 1)
     path = Path(file).resolve()
     if not path.is_file():
-        raise SystemExit(f"cubelab: no such file: {file}")
+        raise SystemExit(hinted(f"cubelab: no such file: {file}",
+                                "give the path of the .py file that defines the kernel"))
     loaded = sys.modules.get(path.stem)
     if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == path:
         module = loaded  # already imported (in-process use): keep one set of kernel objects
@@ -55,8 +58,8 @@ def load_kernel(spec: str) -> Any:
     fn = getattr(module, name, None)
     if not isinstance(fn, CubeFunction):
         kernels = [k for k, v in vars(module).items() if isinstance(v, CubeFunction)]
-        raise SystemExit(f"cubelab: {file} has no @cube function {name!r}; it has: "
-                         f"{', '.join(kernels) or 'none'}")
+        raise SystemExit(hinted(f"cubelab: {file} has no @cube function {name!r}",
+                                f"its @cube functions: {', '.join(kernels) or 'none'}"))
     return fn
 
 
@@ -77,13 +80,14 @@ def _instance(args: argparse.Namespace) -> Any:
 
     fn = load_kernel(args.kernel)
     if not fn.is_kernel:
-        raise SystemExit(f"cubelab: `{fn.__name__}` is a helper (no launch=True); it is inlined "
-                         "into the kernels that call it")
+        raise SystemExit(hinted(f"cubelab: `{fn.__name__}` is a helper (no launch=True)",
+                                "name a kernel that calls it: a helper is inlined there"))
     by_name = {repr(t): t for t in vars(T).values() if isinstance(t, T.ScalarKind)}
     try:
         types = [by_name[t] for t in args.types.split(",") if t] if args.types else []
     except KeyError as exc:
-        raise SystemExit(f"cubelab: unknown element type {exc}; use {', '.join(by_name)}") from None
+        raise SystemExit(hinted(f"cubelab: unknown element type {exc}",
+                                f"use {', '.join(by_name)}")) from None
     sizes = tuple(int(s) for s in args.sizes.split(",") if s) if args.sizes else ()
     comptime = tuple(_literal(c) for c in args.comptime.split(",")) if args.comptime else ()
     cube_dim = CubeDim.new_1d(args.cube_dim)
@@ -164,7 +168,9 @@ def _cmd_target(args: argparse.Namespace, out: Out) -> None:
     c = I.compiled(k, checked_io=args.checked_io)
     if args.command not in c.sources:
         why = c.failures.get(args.command)
-        raise SystemExit(f"cubelab: the {args.command} target cannot express this kernel: {why}")
+        raise SystemExit(hinted(f"cubelab: the {args.command} target cannot express this "
+                                f"kernel: {why}", "look at another target's source (cubelab "
+                                "wgsl FILE::KERNEL), which runs"))
     src = c.sources[args.command]
     out(CodeView(src.source, args.command, title=f"{args.command.upper()} — {src.entry}"))
 

@@ -17,6 +17,7 @@ prints what it found (races, out-of-bounds) and the coalescing and bank-conflict
 
 from __future__ import annotations
 
+from cubelab.errors import hinted
 import argparse
 from typing import Any
 
@@ -60,8 +61,8 @@ def _dims(text: str, what: str) -> tuple[int, int, int]:
     except ValueError:
         parts = []
     if not 1 <= len(parts) <= 3 or any(x < 1 for x in parts):
-        raise SystemExit(f"cubelab cost: {what} must be X, X,Y or X,Y,Z positive integers, got "
-                         f"{text!r}")
+        raise SystemExit(hinted(f"cubelab cost: {what} must be X, X,Y or X,Y,Z positive "
+                                f"integers, got {text!r}", "e.g. 4 or 16,16"))
     return tuple(parts + [1] * (3 - len(parts)))  # type: ignore[return-value]
 
 
@@ -70,7 +71,8 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
     for item in items:
         name, eq, value = item.partition("=")
         if not eq or not name.strip():
-            raise SystemExit(f"cubelab cost: {what} takes NAME=VALUE, got {item!r}")
+            raise SystemExit(hinted(f"cubelab cost: {what} takes NAME=VALUE, got {item!r}",
+                                    "e.g. n=1024"))
         out[name.strip()] = value.strip()
     return out
 
@@ -87,13 +89,14 @@ def _cmd_cost(args: argparse.Namespace, out: Any) -> None:
 
     fn = load_kernel(args.kernel)
     if not fn.is_kernel:
-        raise SystemExit(f"cubelab cost: `{fn.__name__}` is a helper (no launch=True)")
+        raise SystemExit(hinted(f"cubelab cost: `{fn.__name__}` is a helper (no launch=True)",
+                                "name a kernel that calls it: a helper is inlined there"))
     by_name = {repr(t): t for t in vars(T).values() if isinstance(t, T.ScalarKind)}
     try:
         types = [by_name[t] for t in args.types.split(",") if t]
     except KeyError as exc:
-        raise SystemExit(f"cubelab cost: unknown element type {exc}; use "
-                         f"{', '.join(by_name)}") from None
+        raise SystemExit(hinted(f"cubelab cost: unknown element type {exc}",
+                                f"use {', '.join(by_name)}")) from None
     sizes = [int(s) for s in args.sizes.split(",") if s]
     comptime = [_literal(c) for c in args.comptime.split(",")] if args.comptime else []
     count = CubeCount.Static(*_dims(args.count, "--count"))
@@ -109,8 +112,8 @@ def _cmd_cost(args: argparse.Namespace, out: Any) -> None:
     known = {p.name for p in fn.params}
     for name in [*lengths, *shapes, *scalars]:
         if name not in known:
-            raise SystemExit(f"cubelab cost: `{fn.__name__}` has no argument `{name}`; its "
-                             f"arguments: {', '.join(p.name for p in fn.params)}")
+            raise SystemExit(hinted(f"cubelab cost: `{fn.__name__}` has no argument `{name}`",
+                                    f"its arguments: {', '.join(p.name for p in fn.params)}"))
     device = Device.cpu() if args.device == "cpu" else Device.wgpu()
     client = device.client()
     client.set_compilation_options(checked_io=args.checked_io)
@@ -136,19 +139,20 @@ def _cmd_cost(args: argparse.Namespace, out: Any) -> None:
                 launch_args.append(BufferArg.from_raw_parts(handle, items * width))
         elif p.kind == "scalar":
             if p.name not in scalars:
-                raise SystemExit(f"cubelab cost: `{fn.__name__}` needs a value for its scalar "
-                                 f"`{p.name}`: add --arg {p.name}=VALUE")
+                raise SystemExit(hinted(f"cubelab cost: `{fn.__name__}` needs a value for its "
+                                        f"scalar `{p.name}`", f"add --arg {p.name}=VALUE"))
             launch_args.append(_literal(scalars[p.name]))
         elif p.kind == "comptime":
             value = next(given, None)
             if value is None:
-                raise SystemExit(f"cubelab cost: `{fn.__name__}` needs its Comptime `{p.name}`: "
-                                 "give --comptime VALUE,... in signature order")
+                raise SystemExit(hinted(f"cubelab cost: `{fn.__name__}` needs its Comptime "
+                                        f"`{p.name}`", "give --comptime VALUE,... in signature "
+                                        "order"))
             launch_args.append(value)
         else:
-            raise SystemExit(f"cubelab cost: `{p.name}` is a @cube_type argument, which the "
-                             "command line cannot build; call cubelab.inspect.access_map(...) "
-                             "from Python")
+            raise SystemExit(hinted(f"cubelab cost: `{p.name}` is a @cube_type argument, which "
+                                    "the command line cannot build",
+                                    "call cubelab.inspect.access_map(...) from Python"))
     launcher = fn.launch_unchecked if args.unchecked else fn.launch
     if types:
         launcher = launcher[tuple(types)]

@@ -75,13 +75,14 @@ def read_solutions(path: Path) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise BuildError(f"{path}: cannot read the solutions ({exc}) — save it as UTF-8 "
+        raise BuildError(f"{path}: cannot read the solutions ({exc}) — hint: save it as UTF-8 "
                          "text") from None
     for line in text.splitlines():
         m = SOLUTION_MARK.match(line)
         if m:
             if m.group(1) in sections:
-                raise BuildError(f"{path}: exercise {m.group(1)!r} has two solution sections")
+                raise BuildError(f"{path}: exercise {m.group(1)!r} has two solution sections — "
+                                 "hint: keep one `# %% exercise:` section per key")
             current = sections[m.group(1)] = []
         elif line.startswith("# %%"):
             current = None  # any other cell marker ends the section
@@ -133,19 +134,19 @@ def _read_notebook(notebook: Path) -> dict[str, Any]:
     try:
         text = notebook.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise BuildError(f"{notebook}: cannot read it ({exc}) — is it a notebook saved by "
-                         "Jupyter?") from None
+        raise BuildError(f"{notebook}: cannot read it ({exc}) — hint: save it again from "
+                         "Jupyter") from None
     if not text.strip():
-        raise BuildError(f"{notebook}: the file is empty, not a notebook — open it in Jupyter "
-                         "and save it, or remove it from the chapters' folder")
+        raise BuildError(f"{notebook}: the file is empty, not a notebook — hint: open it in "
+                         "Jupyter and save it, or remove it from the chapters' folder")
     try:
         nb = json.loads(text)
     except ValueError as exc:
         raise BuildError(f"{notebook}: not a notebook (its JSON breaks at line {getattr(exc, 'lineno', '?')}: "
-                         f"{getattr(exc, 'msg', exc)}) — restore it from git, or open it in "
+                         f"{getattr(exc, 'msg', exc)}) — hint: restore it from git, or open it in "
                          "Jupyter and save it again") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
-        raise BuildError(f"{notebook}: not a notebook (no list of cells at its top level) — "
+        raise BuildError(f"{notebook}: not a notebook (no list of cells at its top level) — hint: "
                          "restore it from git, or open it in Jupyter and save it again")
     return nb
 
@@ -153,13 +154,13 @@ def _read_notebook(notebook: Path) -> dict[str, Any]:
 def _cubelab_tag(cell: Any, where: str) -> dict[str, Any]:
     """The cell's `metadata.cubelab` (the exercise-cell convention), checked for its shape."""
     if not isinstance(cell, dict):
-        raise BuildError(f"{where}: a cell is a {type(cell).__name__}, not an object — the "
-                         "notebook is damaged; restore it from git")
+        raise BuildError(f"{where}: a cell is a {type(cell).__name__}, not an object — "
+                         "hint: the notebook is damaged, restore it from git")
     meta = cell.get("metadata", {})
     tag = meta.get("cubelab", {}) if isinstance(meta, dict) else None
     if not isinstance(tag, dict):
         raise BuildError(f"{where}: metadata.cubelab is {json.dumps(tag)[:60]}; the convention "
-                         'is an object — write {"exercise": KEY, "role": "question" | "answer" | '
+                         'is an object — hint: write {"exercise": KEY, "role": "question" | "answer" | '
                          '"check"} (docs/exercises.md)')
     return tag
 
@@ -181,28 +182,30 @@ def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
         where = f"{notebook.name} cell {index + 1}"
         if key is not None and not isinstance(key, str):
             raise BuildError(f"{where}: metadata.cubelab.exercise is {json.dumps(key)}; an "
-                             "exercise key is a string — write it as one, e.g. \"ch05.guard\"")
+                             "exercise key is a string — hint: write it as one, e.g. \"ch05.guard\"")
         if key is None:
             # the cell's nbformat id when it has one: stable when a teacher inserts a cell
             _nbgrader(cell, f"{stem}-{cell.get('id') or f'cell-{index + 1}'}", locked=True)
         elif role not in ROLES:
-            raise BuildError(f"{where}: exercise {key!r} has role {role!r}; "
-                             f"the convention's roles are {', '.join(ROLES)}")
+            raise BuildError(f"{where}: exercise {key!r} has role {role!r} — hint: the "
+                             f"convention's roles are {', '.join(ROLES)}")
         else:
             roles = seen.setdefault(key, [])
             expected = ROLES[len(roles)] if len(roles) < len(ROLES) else None
             if role != expected:
                 raise BuildError(f"{where}: exercise {key!r} cell with role {role!r} where the "
-                                 f"convention wants {expected!r} (question, answer, check — three "
-                                 "consecutive cells)")
+                                 f"convention wants {expected!r} — hint: question, answer, "
+                                 "check, three consecutive cells")
             roles.append(role)
             if role == "question":
                 _nbgrader(cell, _grade_id(key, "-question"), locked=True)
             elif role == "answer":
                 if cell.get("cell_type") != "code":
-                    raise BuildError(f"{where}: the answer cell of {key!r} must be a code cell")
+                    raise BuildError(f"{where}: the answer cell of {key!r} must be a code cell "
+                                     "— hint: change the cell's type to code")
                 if key not in solutions:
-                    raise BuildError(f"{where}: exercise {key!r} has no solution — add a section "
+                    raise BuildError(f"{where}: exercise {key!r} has no solution — hint: add a "
+                                     "section "
                                      f"`# %% exercise: {key}` to notebooks/solutions/{stem}.py")
                 template = _source(cell).rstrip("\n")
                 cell["source"] = (f"{template}\n### BEGIN SOLUTION\n{solutions[key]}\n"
@@ -210,7 +213,8 @@ def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
                 _nbgrader(cell, _grade_id(key, "-answer"), solution=True)
             else:
                 if cell.get("cell_type") != "code":
-                    raise BuildError(f"{where}: the check cell of {key!r} must be a code cell")
+                    raise BuildError(f"{where}: the check cell of {key!r} must be a code cell "
+                                     "— hint: change the cell's type to code")
                 cell["source"] = graded_test_source(key)
                 _nbgrader(cell, _grade_id(key), grade=True, locked=True, points=points)
                 exercises.append(key)
@@ -220,20 +224,23 @@ def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
         if (key is not None and index + 1 < len(cells)
                 and len(seen[key]) < len(ROLES)
                 and tags[index + 1].get("exercise") != key):
-            raise BuildError(f"{where}: exercise {key!r} stops after its {role} cell; the "
-                             "convention is three consecutive cells: question, answer, check")
+            raise BuildError(f"{where}: exercise {key!r} stops after its {role} cell — hint: "
+                             "the convention is three consecutive cells: question, answer, "
+                             "check")
     unknown = [k for k in seen if not _registered(k)]
     if unknown:
         raise BuildError(f"{notebook.name}: no exercise registered as {', '.join(unknown)} in "
-                         "cubelab.exercises — every student would score zero; fix the key in "
-                         "the cells' metadata or register the exercise")
+                         "cubelab.exercises, so every student would score zero — hint: fix "
+                         "the key in the cells' metadata or register the exercise")
     incomplete = [k for k, r in seen.items() if len(r) != len(ROLES)]
     if incomplete:
-        raise BuildError(f"{notebook.name}: exercise(s) {', '.join(incomplete)} lack a check cell")
+        raise BuildError(f"{notebook.name}: exercise(s) {', '.join(incomplete)} lack a check "
+                         "cell — hint: add the check cell right after the answer cell")
     unused = sorted(set(solutions) - set(seen))
     if unused:
         raise BuildError(f"notebooks/solutions/{stem}.py: solution(s) for {', '.join(unused)} "
-                         f"match no exercise in {notebook.name} (a renamed key?)")
+                         f"match no exercise in {notebook.name} — hint: rename the section "
+                         "to the exercise's key, or remove it")
     nb["cells"] = out_cells
     nb.setdefault("metadata", {}).setdefault(
         "kernelspec", {"display_name": "Python 3", "language": "python", "name": "python3"})
@@ -243,7 +250,7 @@ def build_chapter(notebook: Path, solutions: dict[str, str], out_dir: Path,
         target.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     except OSError as exc:
         raise BuildError(f"{notebook.name}: cannot write {target} ({exc.strerror or exc}) — "
-                         "check that the course folder is writable (--course)") from None
+                         "hint: check that the course folder is writable (--course)") from None
     return Chapter(stem, target, exercises, points * len(exercises))
 
 
@@ -255,7 +262,8 @@ def chapters(notebooks: Path, only: Sequence[str] = ()) -> list[Path]:
         found = [p for p in found if any(p.name.startswith(o) for o in only)]
         missing = [o for o in only if not any(p.name.startswith(o) for p in found)]
         if missing:
-            raise BuildError(f"no chapter in {notebooks} starts with {', '.join(missing)}")
+            raise BuildError(f"no chapter in {notebooks} starts with {', '.join(missing)} — "
+                             "hint: give two-digit prefixes of the chapters, e.g. 01 05")
     return found
 
 
@@ -263,8 +271,8 @@ def build(notebooks: Path, course: Path, only: Sequence[str] = (),
           points: float = 1.0) -> list[Chapter]:
     """Write every chapter's source assignment under `course/source/`."""
     if not notebooks.is_dir():
-        raise BuildError(f"no notebooks folder at {notebooks} (run from the repository root, or "
-                         "pass --notebooks)")
+        raise BuildError(f"no notebooks folder at {notebooks} — hint: run from the repository "
+                         "root, or pass --notebooks")
     built = []
     for nb in chapters(notebooks, only):
         sol_file = notebooks / "solutions" / f"{nb.stem}.py"
@@ -296,7 +304,7 @@ def _cmd_build(args: argparse.Namespace, out: Any) -> None:
     try:
         built = build(args.notebooks, args.course, args.chapters, args.points)
     except BuildError as exc:
-        raise SystemExit(f"cubelab course build: {exc}") from None
+        raise SystemExit(f"cubelab course build: {exc}") from None  # hint: the BuildError's
     for ch in built:
         print(f"{ch.path}: {len(ch.exercises)} graded exercise(s), {ch.points:g} point(s)")
     config = args.course / "nbgrader_config.py"

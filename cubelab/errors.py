@@ -120,6 +120,16 @@ class CubeError(Exception):
     wrong argument, which `api_boundary` treats alike)."""
 
 
+def hinted(message: str, hint: str) -> str:
+    """`message`, then what to do instead on a line of its own — the form every error cubelab
+    raises for a student's mistake takes (`tests/test_error_hints.py` walks every raise):
+
+        launch of `saxpy`: argument `a` is f32, got 'two'
+          hint: pass a Python float (or int) for an f32 argument
+    """
+    return f"{message}\n  hint: {hint}"
+
+
 def caret_block(file: str, line: int, col: int, source_line: str | None = None) -> str:
     text = source_line if source_line is not None else linecache.getline(file, line)
     text = text.rstrip("\n")

@@ -43,7 +43,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-from cubelab.errors import CubeError
+from cubelab.errors import CubeError, hinted
 from cubelab.frontend.kernel import CubeFunction
 
 __all__ = ["CubelabMagics", "CellError", "load"]
@@ -114,7 +114,7 @@ class CubelabMagics(Magics):
             try:
                 _normalize_show(args.show)
             except ValueError as exc:
-                raise UsageError(str(exc)) from None
+                raise UsageError(str(exc)) from None  # hint: _normalize_show's
         shell = self.shell
         n = _cell_number(shell)
         header = f"%%cube {line}".rstrip()
@@ -131,7 +131,7 @@ class CubelabMagics(Magics):
         except BaseException as exc:  # noqa: BLE001 - re-shown as the cell's lines
             if isinstance(exc, (KeyboardInterrupt, SystemExit)):
                 raise
-            raise CellError(exc, self._format(exc, filename, label)) from None
+            raise CellError(exc, self._format(exc, filename, label)) from None  # hint: exc's
         found = [v for k, v in ns.items()
                  if isinstance(v, CubeFunction) and before.get(k) != id(v)
                  and v.file == filename]
@@ -145,7 +145,7 @@ class CubelabMagics(Magics):
                 if err is not None:
                     raise err
         except CubeError as exc:
-            raise CellError(exc, self._format(exc, filename, label)) from None
+            raise CellError(exc, self._format(exc, filename, label)) from None  # hint: exc's
         if args.no_display or not found:
             return None
         return self._inspectors(found, args.show, label)
@@ -210,9 +210,10 @@ class CubelabMagics(Magics):
             return _findings(self).switch(cmd, rest)
         if cmd == "oob":
             return _findings(self).switch_oob(rest)
-        raise UsageError(f"unknown %cubelab command {cmd!r}; use log on|off|<target>, monitor, reset, "
-                         "memory [cleanup], device cpu|wgpu, races on|off, nonfinite on|off, "
-                         "cost on|off, oob on|off, status")
+        raise UsageError(hinted(f"unknown %cubelab command {cmd!r}",
+                                "use log on|off|<target>, monitor, reset, memory [cleanup], "
+                                "device cpu|wgpu, races on|off, nonfinite on|off, cost on|off, "
+                                "oob on|off, status"))
 
     def _status(self) -> None:
         from cubelab.runtime.device import Device
@@ -229,7 +230,8 @@ class CubelabMagics(Magics):
         from cubelab.compiler.targets import TARGETS
 
         if len(rest) != 1 or rest[0] not in ("on", "off", *TARGETS):
-            raise UsageError(f"usage: %cubelab log on|off|{'|'.join(TARGETS)}")
+            raise UsageError(hinted("%cubelab log needs one word",
+                                    f"write %cubelab log on|off|{'|'.join(TARGETS)}"))
         dev = Device.default()
         mode = rest[0]
         if mode == "off":
@@ -246,12 +248,13 @@ class CubelabMagics(Magics):
         from cubelab.runtime.device import Device
 
         if len(rest) != 1 or rest[0] not in ("cpu", "wgpu"):
-            raise UsageError("usage: %cubelab device cpu|wgpu")
+            raise UsageError(hinted("%cubelab device needs a runtime",
+                                    "write %cubelab device cpu|wgpu"))
         kind = rest[0]
         try:
             dev = Device.cpu() if kind == "cpu" else Device.wgpu()
         except CubeError as exc:
-            raise UsageError(f"cannot use the {kind} runtime here: {exc}") from None
+            raise UsageError(f"cannot use the {kind} runtime here: {exc}") from None  # hint: exc's
         os.environ["CUBELAB_DEVICE"] = kind
         print(f"cubelab: Device.default() is now {kind} ({dev.client().name()}) in this kernel")
         findings = getattr(self, "_findings", None)
@@ -280,13 +283,14 @@ class _Findings:
         from cubelab.runtime.cpu import CostMeasured, NonFiniteMade, RacesFound, set_reports
 
         if len(rest) != 1 or rest[0] not in ("on", "off"):
-            raise UsageError(f"usage: %cubelab {what} on|off")
+            raise UsageError(hinted(f"%cubelab {what} needs on or off",
+                                    f"write %cubelab {what} on|off"))
         client = self.magics.session.client()
         if client.name() != "cpu<numpy>":
-            raise UsageError(
-                f"%cubelab {what} needs the CPU runtime (it watches every unit); run "
-                "`%cubelab device cpu` first, or re-run one launch there with "
-                "cubelab.inspect.access_map(...)")
+            raise UsageError(hinted(
+                f"%cubelab {what} needs the CPU runtime (it watches every unit)",
+                "run `%cubelab device cpu` first, or re-run one launch there with "
+                "cubelab.inspect.access_map(...)"))
         setattr(self, what, rest[0] == "on")
         if self._client is not client:
             if self._unsubscribe is not None:

@@ -72,7 +72,7 @@ def test_id_explains_the_kernel_id(capsys):
 
 
 def test_a_missing_kernel_names_the_ones_the_file_has():
-    with pytest.raises(SystemExit, match="has: saxpy, add"):
+    with pytest.raises(SystemExit, match="its @cube functions: saxpy, add"):
         main(["expand", f"{KERNELS}::nope"])
 
 

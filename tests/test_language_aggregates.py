@@ -82,10 +82,10 @@ def test_a_launch_struct_with_a_wrong_typed_field_names_the_kernel_the_argument_
                                           r"got 'two'"):
         run_job.launch(client, ONE, CubeDim.new_1d(1), Job(buf(client, [1.0]), "two", "square"))
     with pytest.raises(LaunchError, match=r"launch of `run_job`: argument `job.data` is a "
-                                          r"SliceMut\[f32\]; pass BufferArg"):
+                                          r"SliceMut\[f32\], got (.|\n)*hint: pass BufferArg"):
         run_job.launch(client, ONE, CubeDim.new_1d(1), Job(2.0, 1.0, "square"))
-    with pytest.raises(LaunchError, match=r"launch of `run_job`: argument `job` is a Job; pass "
-                                          r"Job\(\.\.\.\), got Acc"):
+    with pytest.raises(LaunchError, match=r"launch of `run_job`: argument `job` is a Job, got "
+                                          r"Acc(.|\n)*hint: pass Job\(\.\.\.\)"):
         run_job.launch(client, ONE, CubeDim.new_1d(1), Acc(1.0, 2))
 
 
@@ -163,7 +163,7 @@ def test_a_runtime_variants_enum_refuses_a_buffer_or_comptime_payload():
         class Bad:
             class A:
                 data: Slice[f32]
-    with pytest.raises(TypeError, match=r"`Shape` is an enum: build one of its variants"):
+    with pytest.raises(TypeError, match=r"`Shape` is an enum\n  hint: build one of its variants"):
         Shape()
 
 
@@ -243,7 +243,7 @@ def test_a_struct_argument_changed_between_launches_is_read_again_each_launch(cl
 
 def test_an_enum_argument_given_something_else_names_its_variants(client):
     with pytest.raises(LaunchError, match=r"launch of `kernel_scalar_enum`: argument `test` is a "
-                                          r"TestEnum; pass one of its variants \(TestEnum.A"):
+                                          r"TestEnum, got (.|\n)*hint: pass one of its variants \(TestEnum.A"):
         kernel_scalar_enum.launch(client, ONE, CubeDim.new_1d(1), BStruct(1, 2), empty(client, 1))
     with pytest.raises(LaunchError, match=r"argument `test.b.y` = -1 does not fit in u32"):
         kernel_scalar_enum.launch(client, ONE, CubeDim.new_1d(1), TestEnum.B(BStruct(1, -1)),

@@ -32,6 +32,7 @@ import struct
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from cubelab.errors import hinted
 from cubelab.ir.core import KernelDefinition
 
 SCALAR_ORDER = ("f32", "i32", "u32", "bool")
@@ -95,14 +96,16 @@ class InfoLayout:
                 return st.pack(*values)  # type: ignore[no-any-return]
         metas = [t for t in tensors if t is not None]
         if len(metas) != self.tensors:
-            raise ValueError(f"this kernel has {self.tensors} tensor argument(s), the launch "
-                             f"gave metadata for {len(metas)}")
+            raise ValueError(hinted(f"this kernel has {self.tensors} tensor argument(s), the "
+                                    f"launch gave metadata for {len(metas)}",
+                                    "pass a TensorArg for each Tensor argument"))
         static = list(lengths)
         dynamic: list[int] = []
         for shape, strides in metas:
             if len(shape) != len(strides):
-                raise ValueError(f"a tensor's shape {tuple(shape)} and strides {tuple(strides)} "
-                                 "differ in rank")
+                raise ValueError(hinted(f"a tensor's shape {tuple(shape)} and strides "
+                                        f"{tuple(strides)} differ in rank",
+                                        "give one stride per dimension"))
             static += [len(shape), len(dynamic), logical_length(shape)]
             dynamic += [*shape, *strides]
         out = bytearray()

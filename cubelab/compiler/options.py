@@ -34,6 +34,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, get_args, get_type_hints
 
+from cubelab.errors import hinted
 from cubelab.ir.plugins import identity as plugin_identity
 from cubelab.ir.passes import DEFAULT_CHECKED_IO, DEFAULT_LOOP_BUDGET, CheckedIoRule, Pass
 
@@ -64,26 +65,32 @@ class CompilationOptions:
     def __post_init__(self) -> None:
         allowed = get_args(get_type_hints(CompilationOptions)["checked_io"])
         if not isinstance(self.checked_io, str) or self.checked_io not in allowed:
-            raise ValueError(f"checked_io must be one of {', '.join(map(repr, allowed))}; got "
-                             f"{self.checked_io!r}")
+            raise ValueError(hinted(f"checked_io must be one of {', '.join(map(repr, allowed))}"
+                                    f"; got {self.checked_io!r}",
+                                    "\"cubecl-0.11.3\" is the default (the seed's), \"fixed\" "
+                                    "clamps checked indices"))
         budget = self.loop_budget
         if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)
                                    or not 1 <= budget <= MAX_LOOP_BUDGET):
-            raise ValueError(f"loop_budget must be None (no loop guard) or a whole number from 1 "
-                             f"to {MAX_LOOP_BUDGET}; got {budget!r}")
+            raise ValueError(hinted(f"loop_budget must be None (no loop guard) or a whole "
+                                    f"number from 1 to {MAX_LOOP_BUDGET}; got {budget!r}",
+                                    "e.g. loop_budget=10**9 for longer loops, None to turn the "
+                                    "guard off"))
         passes = self.extra_passes
         if isinstance(passes, (str, bytes)) or not hasattr(passes, "__iter__"):
-            raise ValueError(f"extra_passes must be a list of passes (objects with a `name` and "
-                             f"a `run(definition)` method); got {passes!r}")
+            raise ValueError(hinted(f"extra_passes must be a list of passes; got {passes!r}",
+                                    "pass a list of objects with a `name` and a "
+                                    "`run(definition)` method, e.g. [MyPass()]"))
         passes = tuple(passes)
         for p in passes:
             if isinstance(p, type):
-                raise ValueError(f"extra_passes takes pass objects, not classes: write "
-                                 f"{p.__name__}() instead of {p.__name__}")
+                raise ValueError(hinted("extra_passes takes pass objects, not classes",
+                                        f"write {p.__name__}() instead of {p.__name__}"))
             if not isinstance(getattr(p, "name", None), str) or not callable(getattr(p, "run",
                                                                                     None)):
-                raise ValueError(f"{p!r} is not a pass: a pass has a `name: str` and a "
-                                 "`run(definition) -> definition` method (cubelab.compiler.Pass)")
+                raise ValueError(hinted(f"{p!r} is not a pass", "a pass has a `name: str` and "
+                                        "a `run(definition) -> definition` method "
+                                        "(cubelab.compiler.Pass)"))
         object.__setattr__(self, "extra_passes", passes)
 
     def replace(self, **changes: Any) -> "CompilationOptions":
@@ -92,8 +99,8 @@ class CompilationOptions:
         names = [f.name for f in dataclasses.fields(self)]
         unknown = [k for k in changes if k not in names]
         if unknown:
-            raise ValueError(f"unknown compilation option {unknown[0]!r}; the options are "
-                             f"{', '.join(names)}")
+            raise ValueError(hinted(f"unknown compilation option {unknown[0]!r}",
+                                    f"the options are {', '.join(names)}"))
         return dataclasses.replace(self, **changes)
 
     def as_dict(self) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from typing import Any, Iterator, Protocol, Sequence
 
 from cubelab.compiler.base import CompiledSource, Target, failure_comment
 from cubelab.compiler.options import CompilationOptions
-from cubelab.errors import FeatureError, ResourceError
+from cubelab.errors import FeatureError, ResourceError, hinted
 from cubelab.ir.analysis import all_ops
 from cubelab.ir.core import KernelDefinition, Loc
 from cubelab.ir.passes import CheckedIo, LoopGuard, LoopUnroll, PassManager, PassRecord
@@ -92,9 +92,10 @@ def check_cube_dim(cube_dim: tuple[int, int, int], limits: Limits | None) -> Non
     if limits is None or cube_dim_fits(cube_dim, limits):
         return
     units = cube_dim[0] * cube_dim[1] * cube_dim[2]
-    raise ResourceError(
+    raise ResourceError(hinted(
         f"cube dim {cube_dim} has {units} units; the device allows at most "
-        f"{limits.max_units_per_cube} units per cube and {limits.max_cube_dim} per axis")
+        f"{limits.max_units_per_cube} units per cube and {limits.max_cube_dim} per axis",
+        "use fewer units per cube and more cubes (CubeCount)"))
 
 
 def shared_memory_bytes(definition: KernelDefinition) -> int:
@@ -114,19 +115,19 @@ def check_definition(definition: KernelDefinition, limits: Limits | None,
     have = limits.features if limits is not None else frozenset()
     missing = sorted(set(definition.required_features) - set(have))
     if missing:
-        raise FeatureError(
+        raise FeatureError(hinted(
             f"kernel `{definition.name}` uses plane (subgroup) operations, which need the "
-            f"adapter feature(s) {missing}; this device ({device}) lacks them. Rewrite "
-            "the reduction with SharedMemory and sync_cube(), or run on an adapter with "
-            "subgroups")
+            f"adapter feature(s) {missing}; this device ({device}) lacks them",
+            "rewrite the reduction with SharedMemory and sync_cube(), or run on an adapter "
+            "with subgroups"))
     limit = getattr(limits, "max_shared_memory", None)
     if limit is None:
         return
     total = shared_memory_bytes(definition)
     if total > limit:
-        raise ResourceError(
+        raise ResourceError(hinted(
             f"kernel `{definition.name}` declares {total} bytes of shared memory; a cube on "
-            f"this device has {limit}. Use smaller tiles.")
+            f"this device has {limit}", "use smaller tiles"))
 
 
 @dataclass

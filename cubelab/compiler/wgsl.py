@@ -537,8 +537,7 @@ class _Emitter(InfoReads):
             self.stmt(f"for (var {ctr}: {ty} = {start.name}; {ctr} < {end.name}; "
                       f"{ctr} = {ctr} + {step.name}) {{", op.loc)
         else:
-            self.stmt(f"var g{guard}: bool = false; // loop {guard} ended through its condition",
-                      op.loc)
+            self._loop_prelude(op, guard, 1)
             self.stmt(f"for (var {ctr}: {ty} = {start.name}; ; {ctr} = {ctr} + {step.name}) {{",
                       op.loc)
             self.line(f"if !({ctr} < {end.name}) {{ g{guard} = true; break; }}", self.depth + 1,
@@ -562,11 +561,7 @@ class _Emitter(InfoReads):
         n, ctr, guard = iv.id, f"i{iv.id}", op.attrs.get("guard")
         u = "" if ty == "u32" else "bitcast<u32>"
         span = f"{u}({end.name}) - {u}({start.name})"
-        self.stmt(f"// unrolled x{k}: this driver ends a unit's loops after "
-                  "65 535 steps in all (docs/language.md, the loop guard)", op.loc)
-        if guard is not None:
-            self.stmt(f"var g{guard}: bool = false; // loop {guard} ended through its condition",
-                      op.loc)
+        self._loop_prelude(op, guard, k)
         self.stmt("{", op.loc)
         self.depth += 1
         self.stmt(f"var {ctr}: {ty} = {start.name};", op.loc)
@@ -593,6 +588,15 @@ class _Emitter(InfoReads):
         self.stmt("}")
         self._ended(guard, op)
 
+    def _loop_prelude(self, op: Op, guard: object, k: int) -> None:
+        """What comes before a loop: why it is unrolled (`unroll = k`), and its guard's flag."""
+        if k > 1:
+            self.stmt(f"// unrolled x{k}: this driver ends a unit's loops after "
+                      "65 535 steps in all (docs/language.md, the loop guard)", op.loc)
+        if guard is not None:
+            self.stmt(f"var g{guard}: bool = false; // loop {guard} ended through its condition",
+                      op.loc)
+
     def _one_iteration(self, op: Op, body: Block, ty: str, ctr: str) -> None:
         """One copy of a `for` body, in a scope of its own (each copy redeclares its values),
         then the counter's step."""
@@ -609,12 +613,7 @@ class _Emitter(InfoReads):
         cond_block, body = op.regions
         guard = op.attrs.get("guard")
         k = int(op.attrs.get("unroll", 1))
-        if k > 1:
-            self.stmt(f"// unrolled x{k}: this driver ends a unit's loops after "
-                      "65 535 steps in all (docs/language.md, the loop guard)", op.loc)
-        if guard is not None:
-            self.stmt(f"var g{guard}: bool = false; // loop {guard} ended through its condition",
-                      op.loc)
+        self._loop_prelude(op, guard, k)
         self.stmt("loop {", op.loc)
         for _ in range(k):
             # each copy tests the condition itself (a while's trips are not known ahead)

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from cubelab.errors import hinted
 from cubelab.exercises.base import (Exercise, Misconception, Question, Result, Status,
                                     grading_client, results, same)
 from cubelab.exercises.kinds import (CallsExercise, CountExercise, FailedBuffersExercise,
@@ -84,7 +85,8 @@ def register(*exercises: Exercise | Variants) -> None:
         if e.key in EXERCISES and EXERCISES[e.key] is not e:
             existing = EXERCISES[e.key]
             if type(existing) is not type(e) or existing.title != e.title:
-                raise ValueError(f"two exercises share the key {e.key!r}")
+                raise ValueError(hinted(f"two exercises share the key {e.key!r}",
+                                        "give each exercise a key of its own"))
         EXERCISES[e.key] = e
 
 
@@ -98,7 +100,8 @@ def variants(key: str, params: Iterable[Mapping[str, Any]]) -> Callable[[Callabl
     def declare(make: Callable[[Variant], Exercise]) -> Variants:
         vs = Variants(key, tuple(params), make)
         if len(vs.params) < 1:
-            raise ValueError(f"{key}: an exercise with variants needs at least one")
+            raise ValueError(hinted(f"{key}: an exercise with variants needs at least one",
+                                    "list the variants, or leave them out"))
         register(vs)
         return vs
     return declare
@@ -108,6 +111,14 @@ def chapter_modules() -> list[str]:
     """Names of the modules that hold exercises (`ch01` ..., `puzzles`, `capstone_*`), found on
     disk."""
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if _CHAPTER.match(m.name))
+
+
+class UnknownExercise(KeyError):
+    """`get(key)` of a key no exercise has. A KeyError, printed as its message (a KeyError
+    prints the repr of its argument, which would show the hint's line break as `\\n`)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def _entry(key: str) -> Exercise | Variants:
@@ -122,7 +133,8 @@ def _entry(key: str) -> Exercise | Variants:
     try:
         return EXERCISES[key]
     except KeyError:
-        raise KeyError(f"no exercise {key!r}; known: {', '.join(keys()) or 'none'}") from None
+        raise UnknownExercise(hinted(f"no exercise {key!r}",
+                                     f"the keys are {', '.join(keys()) or 'none'}")) from None
 
 
 def get(key: str, student: str | None = None) -> Exercise:

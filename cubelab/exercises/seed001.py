@@ -4,7 +4,7 @@ from cubelab.prelude import *  # noqa: F403
 
 
 def _boom():
-    raise ValueError("boom during expansion")
+    raise ValueError("boom during expansion")  # hint: none, on purpose: the seed's panic
 
 
 @cube(launch=True)  # noqa: F405

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from cubelab.errors import LaunchError
+from cubelab.errors import LaunchError, hinted
 from cubelab.frontend.aggregates import (
     RuntimeEnum,
     StructInfo,
@@ -80,8 +80,8 @@ def _flatten(cls: type, host: Any, kernel: str, label: str, leaves: list[Leaf]) 
             if e is not None else ""
         want = f"one of its variants ({variants})" \
             if e is not None and struct_info(cls) is None else f"{what}(...)"
-        raise LaunchError(f"launch of `{kernel}`: argument `{label}` is a {what}; pass {want}, "
-                          f"got {type(host).__name__} {host!r}")
+        raise LaunchError(hinted(f"launch of `{kernel}`: argument `{label}` is a {what}, got "
+                                 f"{type(host).__name__} {host!r}", f"pass {want}"))
     info = struct_info(host)
     assert info is not None
     if e is not None and e.runtime:
@@ -101,9 +101,10 @@ def _fields(info: StructInfo, host: Any, kernel: str, label: str, leaves: list[L
     for f in info.fields:
         where = field_label(label, f.name)
         if f.name not in host.__dict__:
-            raise LaunchError(f"launch of `{kernel}`: argument `{label}` ({info.name}) has no "
-                              f"value for its field `{f.name}`; set it, e.g. "
-                              f"{info.name}({', '.join(x.name + '=...' for x in info.fields)})")
+            raise LaunchError(hinted(
+                f"launch of `{kernel}`: argument `{label}` ({info.name}) has no value for its "
+                f"field `{f.name}`",
+                f"set it, e.g. {info.name}({', '.join(x.name + '=...' for x in info.fields)})"))
         x = host.__dict__[f.name]
         if f.kind == "buffer":
             leaves.append(("buffer", where, f.spec, x))
@@ -113,8 +114,10 @@ def _fields(info: StructInfo, host: Any, kernel: str, label: str, leaves: list[L
             try:
                 hash(x)
             except TypeError:
-                raise LaunchError(f"launch of `{kernel}`: Comptime field `{where}` must be "
-                                  f"hashable (it is part of the KernelId), got {x!r}") from None
+                raise LaunchError(hinted(f"launch of `{kernel}`: Comptime field `{where}` must "
+                                         f"be hashable (it is part of the KernelId), got {x!r}",
+                                         "use an int, float, bool, str or a tuple of them")
+                                  ) from None
             key.append(x)
         else:
             key.append(_flatten(f.spec, x, kernel, where, leaves))
@@ -124,10 +127,10 @@ def _fields(info: StructInfo, host: Any, kernel: str, label: str, leaves: list[L
 def _launch_scalar(spec: Any, where: str, kernel: str, what: str) -> ScalarKind:
     """A value field's type as a launch passes it: a concrete scalar type, or the error."""
     if not isinstance(spec, ScalarKind):
-        raise LaunchError(
+        raise LaunchError(hinted(
             f"launch of `{kernel}`: field `{where}` is {spec!r}; a launch passes scalars of a "
-            f"concrete type (f32, i32, u32, bool) — declare the field so, or build the {what} "
-            "inside the kernel")
+            "concrete type (f32, i32, u32, bool)",
+            f"declare the field so, or build the {what} inside the kernel"))
     return spec
 
 
@@ -251,8 +254,9 @@ def default_key(cls: type, kernel: str, label: str) -> Any:
     key: list[Any] = []
     for f in info.fields:
         if f.kind == "comptime":
-            raise TypeError(f"`{kernel}` has the argument `{label}` whose field `{f.name}` is "
-                            "Comptime: pass an instance (inspect.instance(..., comptime=(...)))")
+            raise TypeError(hinted(f"`{kernel}` has the argument `{label}` whose field "
+                                   f"`{f.name}` is Comptime", "pass an instance "
+                                   "(inspect.instance(..., comptime=(...)))"))
         if f.kind == "aggregate":
             key.append(default_key(f.spec, kernel, field_label(label, f.name)))
     return tuple(key)

@@ -41,8 +41,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
+from cubelab.errors import hinted
 from cubelab.frontend.operands import (
     KERNEL_VALUES,
     Pos,
@@ -102,9 +103,9 @@ class _Field(LocalVar):
     __slots__ = ()
 
     def __eq__(self, other: object) -> bool:
-        raise TypeError(f"`{self.name}` is a runtime value: a pattern cannot compare it at "
-                        "expansion; bind it (`case E.A(x, y):`) and test it in a guard "
-                        "(`case E.A(x, y) if x == 1:`) or in the arm")
+        raise TypeError(hinted(f"`{self.name}` is a runtime value: a pattern cannot compare it "
+                               "at expansion", "bind it (`case E.A(x, y):`) and test it in a "
+                               "guard (`case E.A(x, y) if x == 1:`) or in the arm"))
 
     __hash__ = object.__hash__
 
@@ -143,8 +144,10 @@ def cube_type(cls: type | None = None, *, runtime_variants: bool = False) -> Any
         if nested:
             return _make_enum(c, nested, runtime_variants, env)
         if runtime_variants:
-            raise TypeError(f"@cube_type(runtime_variants=True) is for enums, and `{c.__name__}` "
-                            "has no variants (nested classes)")
+            raise TypeError(hinted(f"@cube_type(runtime_variants=True) is for enums, and "
+                                   f"`{c.__name__}` has no variants (nested classes)",
+                                   "drop runtime_variants=True for a struct, or nest a class "
+                                   "per variant"))
         _make_struct(c, env)
         return c
     return wrap(cls) if cls is not None else wrap
@@ -160,8 +163,9 @@ def _resolve_annotations(c: type, caller: dict[str, Any]) -> dict[str, Any]:
             try:
                 ann = eval(ann, env, dict(c.__dict__))  # noqa: S307 - the user's annotation
             except Exception as exc:  # noqa: BLE001
-                raise TypeError(f"cannot resolve the annotation of `{c.__qualname__}.{name}`: "
-                                f"{exc}") from None
+                raise TypeError(hinted(f"cannot resolve the annotation of "
+                                       f"`{c.__qualname__}.{name}`: {exc}",
+                                       "import or define the type before the class")) from None
         out[name] = ann
     return out
 
@@ -178,9 +182,9 @@ def _field(owner: str, name: str, ann: Any) -> Field:
         return Field(name, ann, "comptime")
     if is_cube_type(ann):
         return Field(name, ann, "aggregate")
-    raise TypeError(f"field `{owner}.{name}` has a type a cube type cannot hold: {ann!r}; use "
-                    "f32/i32/u32/bool, Vector[...], Slice[...]/SliceMut[...]/Tensor[...], "
-                    "Comptime[T] or another @cube_type")
+    raise TypeError(hinted(f"field `{owner}.{name}` has a type a cube type cannot hold: {ann!r}",
+                           "use f32/i32/u32/bool, Vector[...], Slice[...]/SliceMut[...]/"
+                           "Tensor[...], Comptime[T] or another @cube_type"))
 
 
 def _make_struct(c: type, env: dict[str, Any], enum: EnumInfo | None = None,
@@ -209,11 +213,11 @@ def _make_enum(c: type, nested: list[type], runtime: bool, env: dict[str, Any]) 
             for f in vinfo.fields:
                 if f.kind in ("buffer", "comptime") or (
                         f.kind == "aggregate" and not _runtime_only(f.spec)):
-                    raise TypeError(
+                    raise TypeError(hinted(
                         f"`{vinfo.name}.{f.name}`: a runtime-variants enum's payload holds "
                         "runtime values only (its variant is chosen at run time, and a buffer "
-                        "or a comptime value cannot be); drop runtime_variants=True to make "
-                        "the variant comptime")
+                        "or a comptime value cannot be)",
+                        "drop runtime_variants=True to make the variant comptime"))
         setattr(c, v.__name__, variant)
         info.variants.append(variant)
     return c
@@ -245,7 +249,10 @@ def signature(cls: type) -> str:
 def _host_init(self: Any, *args: Any, **kwargs: Any) -> None:
     info = struct_info(self)
     assert info is not None
-    for f, v in _bind(info, args, kwargs, TypeError).items():
+    values, problem = _bind(info, args, kwargs)
+    if values is None:
+        raise TypeError(hinted(problem, _fields_hint(info)))
+    for f, v in values.items():
         object.__setattr__(self, f, v)
 
 
@@ -253,27 +260,33 @@ def _enum_init(self: Any, *args: Any, **kwargs: Any) -> None:
     e = enum_info(self)
     assert e is not None
     names = ", ".join(f"{e.name}.{v.__name__}(...)" for v in e.variants)
-    raise TypeError(f"`{e.name}` is an enum: build one of its variants ({names})")
+    raise TypeError(hinted(f"`{e.name}` is an enum", f"build one of its variants ({names})"))
 
 
-def _bind(info: StructInfo, args: tuple[Any, ...], kwargs: dict[str, Any],
-          err: Callable[[str], Exception]) -> dict[str, Any]:
-    """Positional and keyword arguments to field values; missing or unknown ones refused."""
+def _fields_hint(info: StructInfo) -> str:
+    return ("name each field once: positionally, in declaration order, or by keyword "
+            f"({', '.join(f.name for f in info.fields) or 'no fields'})")
+
+
+def _bind(info: StructInfo, args: tuple[Any, ...],
+          kwargs: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """Positional and keyword arguments to field values, or None and what is wrong (missing,
+    unknown or repeated fields): the caller refuses it its own way, with `_fields_hint`."""
     names = [f.name for f in info.fields]
     if len(args) > len(names):
-        raise err(f"{info.name}(...) takes {len(names)} field(s) ({', '.join(names) or 'none'}), "
-                  f"got {len(args)}")
+        return None, (f"{info.name}(...) takes {len(names)} field(s) "
+                      f"({', '.join(names) or 'none'}), got {len(args)}")
     got = dict(zip(names, args))
     for k, v in kwargs.items():
         if k not in info.by_name:
-            raise err(f"{info.name} has no field `{k}` (its fields: {', '.join(names) or 'none'})")
+            return None, f"{info.name} has no field `{k}` (its fields: {', '.join(names) or 'none'})"
         if k in got:
-            raise err(f"{info.name}(...) got the field `{k}` twice")
+            return None, f"{info.name}(...) got the field `{k}` twice"
         got[k] = v
     for n in names:
         if n not in got:
-            raise err(f"{info.name}(...) is missing the field `{n}`")
-    return {n: got[n] for n in names}
+            return None, f"{info.name}(...) is missing the field `{n}`"
+    return {n: got[n] for n in names}, ""
 
 
 def _repr(self: Any) -> str:
@@ -379,11 +392,9 @@ def construct(s: Scope, cls: type, args: list[Any], kwargs: dict[str, Any], at: 
         names = ", ".join(f"{e.name}.{v.__name__}(...)" for v in e.variants)
         raise error(s, f"`{e.name}` is an enum: build one of its variants", names, at)
 
-    def refuse(msg: str) -> Exception:
-        return error(s, msg, "name each field once: positionally, in declaration order, or "
-                     f"by keyword ({', '.join(f.name for f in info.fields) or 'no fields'})", at)
-
-    values = _bind(info, tuple(args), kwargs, refuse)
+    values, problem = _bind(info, tuple(args), kwargs)
+    if values is None:
+        raise error(s, problem, _fields_hint(info), at)
     obj = _build(s, info, values, at)
     if e is not None and e.runtime:
         return _runtime_enum(s, e, info.index, obj)

@@ -91,7 +91,9 @@ def _vector_new(s: Scope, x: Any) -> Any:
     x = read(s, x)
     v = value(s, x)
     if ty_of(v).width != 1:
-        raise error(s, "Vector.new(x) takes a scalar (it fills every component with it)")
+        raise error(s, "Vector.new(x) takes a scalar (it fills every component with it)",
+                    "pass one f32/i32/u32 value; to convert a vector write "
+                    "Vector[F, N].cast_from(v)")
     return RV(v, splat=True)
 
 
@@ -146,7 +148,7 @@ def call(s: Scope, fn: Any, args: Sequence[Any], at: Pos,
         raise _no_keywords(s)
     if isinstance(fn, (ScalarKind, GenericScalar)):
         if len(args) != 1:
-            raise error(s, f"{fn!r}(...) takes one value")
+            raise error(s, f"{fn!r}(...) takes one value", f"write {fn!r}(x) with one argument")
         return cast(s, fn.resolve(s), args[0], spec_written(fn))
     if isinstance(fn, ArrayKind):
         return memory.new_array(s, fn, args)
@@ -165,7 +167,8 @@ def call(s: Scope, fn: Any, args: Sequence[Any], at: Pos,
         name = getattr(fn, "__name__", repr(fn))
         raise error(s, f"`{name}` is a plain Python function called on a runtime value",
                     plain_call_hint(fn))
-    raise error(s, f"{describe(fn)} is not callable")
+    raise error(s, f"{describe(fn)} is not callable",
+                "call a @cube helper, a prelude function (sqrt, min, ...) or a type (f32(x))")
 
 
 def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos,
@@ -206,7 +209,9 @@ def method(s: Scope, obj: Any, name: str, args: Sequence[Any], at: Pos,
                     "call functions instead: sqrt(x), F.max(a, b), ...")
     target = getattr(obj_r, name, None)
     if target is None:
-        raise error(s, f"{describe(obj_r)} has no attribute `{name}`")
+        raise error(s, f"{describe(obj_r)} has no attribute `{name}`",
+                    "docs/language.md lists what each kind of value offers (len(), shape(d), "
+                    "atomic methods, vector components)")
     return call(s, target, args, at)
 
 
@@ -215,8 +220,10 @@ def attr(s: Scope, obj: Any, name: str, at: Pos) -> Any:
     if aggregates.is_aggregate_value(obj):
         return aggregates.get_field(s, obj, name)
     if isinstance(obj, KERNEL_VALUES):
-        raise error(s, f"`.{name}` on {describe(obj)} is not part of the kernel language")
+        raise error(s, f"`.{name}` on {describe(obj)} is not part of the kernel language",
+                    "docs/language.md lists the methods a kernel can call")
     try:
         return getattr(obj, name)
     except AttributeError:
-        raise error(s, f"{describe(obj)} has no attribute `{name}`") from None
+        raise error(s, f"{describe(obj)} has no attribute `{name}`",
+                    "check the spelling; docs/language.md lists what each value offers") from None

@@ -316,7 +316,9 @@ def if_(s: Scope, cond: Any, then: Callable[[], None], orelse: Callable[[], None
     if not isinstance(cond, RV):
         if cond is UNBOUND or not isinstance(cond, (bool, int, float, type(None), str, tuple,
                                                     list)):
-            raise error(s, f"cannot branch on {describe(cond)}")
+            raise error(s, f"cannot branch on {describe(cond)}",
+                        "branch on a bool: a comparison (x > 0.0), a bool value, or a comptime "
+                        "Python value")
         if cond:
             then()
         elif orelse is not None:
@@ -324,7 +326,9 @@ def if_(s: Scope, cond: Any, then: Callable[[], None], orelse: Callable[[], None
         return
     c = as_bool(s, cond, "if")
     if ty_of(c).width != 1:
-        raise error(s, "an `if` condition must be one bool, not a vector of bools")
+        raise error(s, "an `if` condition must be one bool, not a vector of bools",
+                    "test one component (`(v > 0.0)[0]`), or pick per component with "
+                    "select(cond, a, b)")
     then_block, else_block = Block(), Block()
     op = s.register("scf.if", [c])
     op.regions = [then_block, else_block]
@@ -421,7 +425,8 @@ def while_(s: Scope, cond: Callable[[], Any], body: Callable[[], None], at: Pos)
         s.at(*at)
         if not isinstance(c, RV):
             if not isinstance(c, (bool, int)):
-                raise error(s, f"a while condition must be a bool, got {describe(c)}")
+                raise error(s, f"a while condition must be a bool, got {describe(c)}",
+                            "write a comparison, e.g. `while i < n:`")
             if c and not flags:
                 raise error(s, "`while True` with no break or return never ends",
                                 "add a `break` under a condition, or loop over range(...)")
@@ -453,7 +458,8 @@ def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], exits:
     s.at(*at)
     args = [read(s, a) for a in args]
     if not 1 <= len(args) <= 3:
-        raise error(s, "range() takes 1 to 3 arguments")
+        raise error(s, "range() takes 1 to 3 arguments",
+                    "write range(end), range(start, end) or range(start, end, step)")
     if len(args) == 1:
         args = [0, args[0], 1]
     elif len(args) == 2:
@@ -465,7 +471,8 @@ def for_range(s: Scope, args: Sequence[Any], body: Callable[[Any], None], exits:
     else:
         ty = U32 if all(isinstance(a, int) and a >= 0 for a in args) else I32
     if ty not in (U32, I32):
-        raise error(s, f"range() bounds must be u32 or i32, got {ty}")
+        raise error(s, f"range() bounds must be u32 or i32, got {ty}",
+                    "cast the bound: range(u32(n))")
     if isinstance(step, int) and step <= 0:
         raise error(s, f"range() step must be positive, got {step}",
                         "count up and compute the index: `for k in range(n): i = n - 1 - k`")
@@ -544,7 +551,8 @@ def for_unroll(s: Scope, args: Sequence[Any], body: Callable[[Any], None], at: P
     try:
         rng = range(*args)
     except (TypeError, ValueError) as exc:
-        raise error(s, f"unroll(range(...)): {exc}") from None
+        raise error(s, f"unroll(range(...)): {exc}",
+                    "unroll needs comptime bounds (Python ints or Comptime arguments)") from None
     if len(rng) > MAX_UNROLL:
         raise error(s, f"unroll(range(...)) of {len(rng)} iterations (limit {MAX_UNROLL})",
                         "drop unroll(...) for a runtime loop")

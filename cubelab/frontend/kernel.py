@@ -26,7 +26,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from cubelab.errors import KernelCallError, KernelSourceError, api_boundary
+from cubelab.errors import KernelCallError, KernelSourceError, api_boundary, hinted
 from cubelab.frontend import aggregate_launch, aggregates, fingerprint, ops
 from cubelab.frontend.operands import KERNEL_VALUES, error
 from cubelab.frontend.instance import KernelInstance
@@ -129,7 +129,8 @@ class CubeFunction:
         tree = ast.parse(text)
         node = tree.body[0]
         if not isinstance(node, ast.FunctionDef):
-            raise TypeError("@cube decorates functions")
+            raise TypeError(hinted("@cube decorates functions",
+                                   "put @cube(launch=True) right above a `def`"))
         ast.increment_lineno(node, self.first_line - 1)
         if indent:
             for sub in ast.walk(node):
@@ -155,7 +156,9 @@ class CubeFunction:
                 ann = eval(ann, self.fn.__globals__, dict(self._type_vars))  # noqa: S307
             except Exception as exc:  # noqa: BLE001
                 raise self._error(p.lineno, p.col_offset,
-                                  f"cannot resolve the annotation of `{p.arg}`: {exc}") from None
+                                  f"cannot resolve the annotation of `{p.arg}`: {exc}",
+                                  "import or define the type before the kernel (from "
+                                  "cubelab.prelude import *)") from None
         return ann
 
     def _params(self, node: ast.FunctionDef) -> list[Param]:
@@ -368,7 +371,7 @@ class CubeFunction:
         """Called from another kernel: inline this helper's expansion at the call site."""
         if len(args) != len(self.params):
             raise error(s, f"`{self.__name__}` takes {len(self.params)} arguments, got "
-                            f"{len(args)}")
+                            f"{len(args)}", "pass one value per parameter, in order")
         if self.__name__ in s.call_stack:
             raise error(s, f"`{self.__name__}` calls itself (recursion)",
                             "kernels cannot recurse; write a loop")
@@ -391,13 +394,13 @@ class CubeFunction:
         name = self.__name__
         if self.is_kernel:
             how = "launch" if isinstance(self.launch, Launcher) else "launch_unchecked"
-            raise KernelCallError(
-                f"`{name}` is a @cube kernel: kernels are launched, not called — "
-                f"{name}.{how}[...](client, cube_count, cube_dim, ...)")
-        raise KernelCallError(
+            raise KernelCallError(hinted(
+                f"`{name}` is a @cube kernel: kernels are launched, not called",
+                f"write {name}.{how}[...](client, cube_count, cube_dim, ...)"))
+        raise KernelCallError(hinted(
             f"`{name}` is a @cube helper: it runs only inside a kernel, where calling "
-            f"`{name}(...)` inlines it; to run it on its own, call it from a "
-            "@cube(launch=True) kernel and launch that")
+            f"`{name}(...)` inlines it",
+            "to run it on its own, call it from a @cube(launch=True) kernel and launch that"))
 
     def __repr__(self) -> str:
         kind = "kernel" if self.is_kernel else "helper"
@@ -465,4 +468,5 @@ def _decorate(fn: Callable[..., Any], launch: bool, launch_unchecked: bool) -> C
 
 
 if sys.version_info < (3, 11):  # pragma: no cover
-    raise ImportError("cubelab needs Python >= 3.11")
+    raise ImportError(hinted("cubelab needs Python >= 3.11",
+                             "run it with python3.11 or newer (bash scripts/lab.sh sets up one)"))

@@ -26,7 +26,7 @@ import struct
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from cubelab.errors import CubeError, LaunchError, api_boundary, leave_boundary
+from cubelab.errors import CubeError, LaunchError, api_boundary, hinted, leave_boundary
 from cubelab.frontend import aggregate_launch
 from cubelab.frontend.launch_memo import (
     BUFFER,
@@ -59,8 +59,9 @@ def _f32_round(v: Any, name: str, kernel: str) -> float:
     try:
         return _F32.unpack(_F32.pack(float(v)))[0]  # type: ignore[no-any-return]
     except OverflowError:
-        raise LaunchError(f"launch of `{kernel}`: argument `{name}` = {v!r} does not fit in f32 "
-                          "(|x| > 3.4e38); pass float('inf') if that is what you mean") from None
+        raise LaunchError(hinted(f"launch of `{kernel}`: argument `{name}` = {v!r} does not fit "
+                                 "in f32 (|x| > 3.4e38)",
+                                 "pass float('inf') if that is what you mean")) from None
 
 
 def _scalar_bytes(kind: ScalarKind, v: Any, name: str, kernel: str) -> Any:
@@ -70,17 +71,22 @@ def _scalar_bytes(kind: ScalarKind, v: Any, name: str, kernel: str) -> Any:
         v = v.item()  # numpy scalars
     if kind is bool_:
         if not isinstance(v, (bool, int)):
-            raise LaunchError(f"launch of `{kernel}`: argument `{name}` is bool, got {v!r}")
+            raise LaunchError(hinted(f"launch of `{kernel}`: argument `{name}` is bool, got {v!r}",
+                                     "pass True or False"))
         return bool(v)
     if kind is f32:
         if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise LaunchError(f"launch of `{kernel}`: argument `{name}` is f32, got {v!r}")
+            raise LaunchError(hinted(f"launch of `{kernel}`: argument `{name}` is f32, got {v!r}",
+                                     "pass a Python float or int (or a numpy float32)"))
         return _f32_round(v, name, kernel)
     if not isinstance(v, int) or isinstance(v, bool):
-        raise LaunchError(f"launch of `{kernel}`: argument `{name}` is {kind}, got {v!r}")
+        raise LaunchError(hinted(f"launch of `{kernel}`: argument `{name}` is {kind}, got {v!r}",
+                                 f"pass a Python int that fits in {kind}"))
     lo, hi = (0, 2**32 - 1) if kind is u32 else (-(2**31), 2**31 - 1)
     if not lo <= v <= hi:
-        raise LaunchError(f"launch of `{kernel}`: argument `{name}` = {v} does not fit in {kind}")
+        raise LaunchError(hinted(f"launch of `{kernel}`: argument `{name}` = {v} does not fit "
+                                 f"in {kind}", "u32 holds 0 .. 4294967295, i32 -2147483648 .. "
+                                 "2147483647: pass a value in range, or change the kernel's type"))
     return v
 
 
@@ -89,34 +95,34 @@ def _binding(kernel: str, mode: ExecutionMode, pname: str, spec: Any, width: int
     """A buffer argument (`BufferArg` for a Slice, `TensorArg` for a Tensor), checked."""
     if spec.tensor:
         if not isinstance(a, TensorArg):
-            raise LaunchError(
-                f"launch of `{kernel}`: argument `{pname}` is a {spec!r}; pass "
-                f"TensorArg.from_raw_parts(handle, shape, strides), got {type(a).__name__}")
+            raise LaunchError(hinted(
+                f"launch of `{kernel}`: argument `{pname}` is a {spec!r}, got "
+                f"{type(a).__name__}", "pass TensorArg.from_raw_parts(handle, shape, strides)"))
         items = a.length // width
         if a.extent > items and mode is ExecutionMode.Checked:
             raise LaunchError(_past_the_end(kernel, pname, a, items, width))
         return BufferBinding(a.handle, items, spec.writable, pname, a.shape, a.strides)
     if not isinstance(a, BufferArg):
-        raise LaunchError(
-            f"launch of `{kernel}`: argument `{pname}` is a {spec!r}; pass "
-            f"BufferArg.from_raw_parts(handle, length), got {type(a).__name__}")
+        raise LaunchError(hinted(
+            f"launch of `{kernel}`: argument `{pname}` is a {spec!r}, got {type(a).__name__}",
+            "pass BufferArg.from_raw_parts(handle, length)"))
     length = a.length
     if length % width:
-        raise LaunchError(
+        raise LaunchError(hinted(
             f"launch of `{kernel}`: argument `{pname}` has length {length}, which "
-            f"the vector size {width} does not divide; pad the buffer or pick a "
-            "vector size that divides it")
+            f"the vector size {width} does not divide",
+            "pad the buffer or pick a vector size that divides it"))
     return BufferBinding(a.handle, length // width, spec.writable, pname)
 
 
 def _past_the_end(kernel: str, pname: str, t: TensorArg, items: int, width: int) -> str:
     """The refusal of a checked launch whose tensor's shape reaches past its handle."""
     unit = f"vec{width} items" if width > 1 else "items"
-    return (f"launch of `{kernel}`: tensor `{pname}` has shape {t.shape} and strides "
-            f"{t.strides}, which reach item {t.extent - 1}, but its handle holds {items} {unit}. "
-            "A checked launch refuses metadata that points past the buffer; fix the shape or "
-            "strides, or use launch_unchecked (reads past the end then follow the runtime's "
-            "out-of-bounds rules)")
+    return hinted(f"launch of `{kernel}`: tensor `{pname}` has shape {t.shape} and strides "
+                  f"{t.strides}, which reach item {t.extent - 1}, but its handle holds {items} "
+                  f"{unit}. A checked launch refuses metadata that points past the buffer",
+                  "fix the shape or strides, or use launch_unchecked (reads past the end then "
+                  "follow the runtime's out-of-bounds rules)")
 
 
 class Launcher:
@@ -166,11 +172,12 @@ class NoLauncher:
     def _refuse(self) -> LaunchError:
         name = self.fn.__name__
         if not self.fn.is_kernel:
-            return LaunchError(f"`{name}` is a @cube helper: it has no `{self.which}`; it is "
-                               "inlined into the kernels that call it")
-        return LaunchError(f"`{name}` has no `{self.which}`: its decorator did not ask for one; "
-                           f"write @cube({self.which}=True) (both: @cube(launch=True, "
-                           "launch_unchecked=True))")
+            return LaunchError(hinted(f"`{name}` is a @cube helper: it has no `{self.which}`",
+                                      "it is inlined into the kernels that call it: call it "
+                                      "from a @cube(launch=True) kernel and launch that"))
+        return LaunchError(hinted(f"`{name}` has no `{self.which}`: its decorator did not ask "
+                                  "for one", f"write @cube({self.which}=True) (both: "
+                                  "@cube(launch=True, launch_unchecked=True))"))
 
     @api_boundary
     def __getitem__(self, types: Any) -> Any:
@@ -201,12 +208,14 @@ class BoundLauncher:
             want = ", ".join(g.name for g in type_generics) or "none"
             example = f"{name}.launch[{', '.join('f32' for _ in type_generics)}](...)" \
                 if type_generics else f"{name}.launch(...)"
-            raise LaunchError(f"`{name}` has generic types [{want}] but was given "
-                              f"{len(types)}: write {example}")
+            raise LaunchError(hinted(f"`{name}` has generic types [{want}] but was given "
+                                     f"{len(types)}", f"write {example}"))
         self.types: dict[str, ScalarKind] = {}
         for g, t in zip(type_generics, types):
             if not isinstance(t, ScalarKind) or not g.accepts(t):
-                raise LaunchError(f"`{name}`: generic {g.name} is a {g.family}, got {t!r}")
+                raise LaunchError(hinted(f"`{name}`: generic {g.name} is a {g.family}, got {t!r}",
+                                         f"pass a {g.family} type, e.g. f32 for a Float, u32 "
+                                         "for an Int"))
             self.types[g.name] = t
         self._kernels: dict[tuple[Any, ...], KernelInstance] = {}
         self._buffer_params = [p for p in fn.params if p.kind == "buffer"]
@@ -345,33 +354,36 @@ class BoundLauncher:
         name = fn.__name__
         fn.check_names()
         if isinstance(client, (CubeCount, CubeDim)) or not hasattr(client, "launch"):
-            raise LaunchError(
+            raise LaunchError(hinted(
                 f"launch of `{name}`: the first argument is the client "
-                f"(client = Device.default().client()), got {client!r}; write "
-                f"{name}.launch[...](client, cube_count, cube_dim, ...)")
+                f"(client = Device.default().client()), got {client!r}",
+                f"write {name}.launch[...](client, cube_count, cube_dim, ...)"))
         if not isinstance(cube_count, CubeCount):
-            raise LaunchError(f"launch of `{name}`: the second argument is the cube count "
-                              f"(CubeCount.Static(x, y, z)), got {cube_count!r}")
+            raise LaunchError(hinted(f"launch of `{name}`: the second argument is the cube "
+                                     f"count, got {cube_count!r}",
+                                     "pass CubeCount.Static(x, y, z) (or CubeCount.Dynamic)"))
         if not isinstance(cube_dim, CubeDim):
-            raise LaunchError(f"launch of `{name}`: the third argument is the cube dim "
-                              f"(CubeDim.new_1d(n)), got {cube_dim!r}")
+            raise LaunchError(hinted(f"launch of `{name}`: the third argument is the cube "
+                                     f"dim, got {cube_dim!r}",
+                                     "pass CubeDim.new_1d(n) (or new_2d / new_3d)"))
         plan = self._plan or self._build_plan()
         size_generics = self.size_generics
         nsz = len(size_generics)
         if len(args) != nsz + len(plan):
             names = [f"{g.name.lower()} (vector size)" for g in size_generics]
             names += [p.name for p in fn.params]
-            raise LaunchError(
+            raise LaunchError(hinted(
                 f"launch of `{name}` takes client, cube_count, cube_dim and {nsz + len(plan)} "
-                f"more argument(s) ({', '.join(names)}), got {len(args)}"
-            )
+                f"more argument(s) ({', '.join(names)}), got {len(args)}",
+                "pass one value per kernel argument, in the signature's order"))
         size_of: dict[str, int] = {}
         if nsz:
             sizes = args[:nsz]
             for g, v in zip(size_generics, sizes):
                 if v not in (1, 2, 4) or isinstance(v, bool):
-                    raise LaunchError(f"launch of `{name}`: vector size {g.name} must be 1, 2 "
-                                      f"or 4, got {v!r}")
+                    raise LaunchError(hinted(f"launch of `{name}`: vector size {g.name} must "
+                                             f"be 1, 2 or 4, got {v!r}",
+                                             "pick 1, 2 or 4 (WGSL vectors hold 2 to 4 items)"))
                 size_of[g.name] = v
             args = args[nsz:]
         else:
@@ -439,13 +451,16 @@ class BoundLauncher:
                 try:
                     hash(a)
                 except TypeError:
-                    raise LaunchError(f"launch of `{name}`: Comptime argument `{step[2]}` must "
-                                      f"be hashable (it is part of the KernelId), got {a!r}"
-                                      ) from None
+                    raise LaunchError(hinted(
+                        f"launch of `{name}`: Comptime argument `{step[2]}` must be hashable "
+                        f"(it is part of the KernelId), got {a!r}",
+                        "pass an int, float, bool, str or a tuple of them")) from None
                 comptimes.append(a)
             else:
-                raise LaunchError(f"launch of `{name}`: argument `{step[2]}` has no launchable "
-                                  "type")
+                raise LaunchError(hinted(f"launch of `{name}`: argument `{step[2]}` has no "
+                                         "launchable type",
+                                         "annotate it with a scalar type, Slice[...], "
+                                         "Tensor[...], Comptime[...] or a @cube_type"))
         alignment = self._views(name, launcher, plan, size_of, props) if views else 0
         key = (cube_dim, tuple(sizes), tuple(comptimes), alignment)
         kernel = self._kernels.get(key)
@@ -489,19 +504,19 @@ class BoundLauncher:
             skip = b.handle.offset % bind
             if st[6]:  # a tensor is bound whole, with its strides: it cannot skip
                 if skip:
-                    raise LaunchError(
-                        f"launch of `{name}`: tensor `{b.name}` is a view starting {b.handle.offset} "
-                        f"bytes into its buffer, not a multiple of this device's binding alignment "
-                        f"({bind} bytes); start tensor views at a multiple of {bind}, or pass it "
-                        "as a Slice")
+                    raise LaunchError(hinted(
+                        f"launch of `{name}`: tensor `{b.name}` is a view starting "
+                        f"{b.handle.offset} bytes into its buffer, not a multiple of this "
+                        f"device's binding alignment ({bind} bytes)",
+                        f"start tensor views at a multiple of {bind}, or pass it as a Slice"))
                 continue
             width = st[3] if st[3] is not None else size_of[st[4]]
             item = 4 * width
             if skip % item:
-                raise LaunchError(
+                raise LaunchError(hinted(
                     f"launch of `{name}`: `{b.name}` is a view starting {b.handle.offset} bytes "
-                    f"into its buffer, which is not a whole number of its {item}-byte items; "
-                    f"start views of vec{width} items at multiples of {item} bytes")
+                    f"into its buffer, which is not a whole number of its {item}-byte items",
+                    f"start views of vec{width} items at multiples of {item} bytes"))
             buffers[i] = BufferBinding(b.handle, b.items + skip // item, b.writable, b.name,
                                        b.shape, b.strides)
             hidden.append(skip // item)
@@ -521,10 +536,10 @@ class BoundLauncher:
             if kind is None or not g.accepts(kind):
                 want = "f32, i32 or u32" if g.family == "Numeric" else \
                     ("f32" if g.family == "Float" else "i32 or u32")
-                raise LaunchError(
+                raise LaunchError(hinted(
                     f"launch of `{name}`: argument `{step[2]}` chooses the element type {g.name} "
-                    f"(a {g.family}), got {a!r}; pass {want} (or the numpy dtype, e.g. "
-                    "x.dtype)")
+                    f"(a {g.family}), got {a!r}", f"pass {want} (or the numpy dtype, e.g. "
+                    "x.dtype)"))
             chosen[g.name] = kind
         return {n: chosen[n] for n in self.type_order}
 

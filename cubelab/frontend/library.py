@@ -25,6 +25,7 @@ import builtins
 import math
 from typing import Any, Callable
 
+from cubelab.errors import hinted
 from cubelab.frontend.operands import (
     Pos,
     const,
@@ -63,13 +64,15 @@ class Intrinsic:
 
     def __call__(self, *args: Any) -> Any:
         if self._py is None:
-            raise TypeError(f"`{self.name}` is a kernel function: call it inside a @cube kernel")
+            raise TypeError(hinted(f"`{self.name}` is a kernel function",
+                                   "call it inside a @cube kernel; on the host use numpy"))
         return self._py(*args)
 
     def _expand_call(self, s: Scope, *args: Any) -> Any:
         if len(args) not in self._arity:
             want = " or ".join(str(a) for a in self._arity)
-            raise error(s, f"{self.name}() takes {want} argument(s), got {len(args)}")
+            raise error(s, f"{self.name}() takes {want} argument(s), got {len(args)}",
+                        f"pass {want} argument(s) (docs/language.md, Functions)")
         args = tuple(read(s, a) for a in args)
         if self._py is not None and args and all(is_py(a) for a in args):
             return self._py(*args)
@@ -89,7 +92,7 @@ def _unary(fn: str) -> Callable[[Scope, Any], Any]:
             v = value(s, x)
             ty = ty_of(v)
             if ty.elem is Elem.BOOL:
-                raise error(s, "abs() of a bool")
+                raise error(s, "abs() of a bool", "abs takes a number: f32, i32 or u32")
             if ty.elem is Elem.U32:
                 return RV(v)
             return RV(s.emit("math.unary", [v], ty, fn="abs"))
@@ -450,7 +453,8 @@ def _device_properties(s: Scope) -> Any:
 
 def _no_py(name: str) -> Callable[..., Any]:
     def py(*_: Any) -> Any:
-        raise TypeError(f"`{name}` is a kernel function: call it inside a @cube kernel")
+        raise TypeError(hinted(f"`{name}` is a kernel function",
+                               "call it inside a @cube kernel; on the host use numpy"))
 
     return py
 
@@ -486,7 +490,8 @@ def _plane_broadcast(s: Scope, x: Any, lane: Any) -> Any:
     v = value(s, x)
     lv = value(s, lane, U32)
     if ty_of(lv) != U32:
-        raise error(s, f"plane_broadcast's lane must be a u32, got {ty_of(lv)}")
+        raise error(s, f"plane_broadcast's lane must be a u32, got {ty_of(lv)}",
+                    "cast it: plane_broadcast(x, u32(lane))")
     return RV(s.emit("plane.broadcast", [v, lv], ty_of(v)))
 
 
@@ -517,7 +522,7 @@ def _plane_shuffle(kind: str) -> Callable[[Scope, Any, Any], Any]:
         nv = value(s, n, U32)
         if ty_of(nv) != U32:
             raise error(s, f"plane_shuffle_{kind}'s lane argument must be a u32, got "
-                        f"{ty_of(nv)}")
+                        f"{ty_of(nv)}", "cast it: u32(n)")
         return RV(s.emit("plane.shuffle", [v, nv], ty_of(v), kind=kind))
 
     return expand
@@ -624,8 +629,8 @@ def intrinsic(op: str) -> Intrinsic:
     through the op's CPU step (comptime)."""
     plugin = plugin_op(op)
     if plugin is None:
-        raise ValueError(f"no plug-in op {op!r}: declare it first with "
-                         f"cubelab.ir.plugins.add_op({op!r}, meaning)")
+        raise ValueError(hinted(f"no plug-in op {op!r}", f"declare it first with "
+                                f"cubelab.ir.plugins.add_op({op!r}, meaning)"))
 
     def expand(s: Scope, *args: Any) -> Any:
         if plugin_op(op) is None:
@@ -633,14 +638,16 @@ def intrinsic(op: str) -> Intrinsic:
                         f"declare it again with cubelab.ir.plugins.add_op({op!r}, meaning)")
         vals = _one_type(s, op, args)
         if ty_of(vals[0]).elem is Elem.BOOL:
-            raise error(s, f"`{op}` takes numbers (f32, i32, u32), not bools")
+            raise error(s, f"`{op}` takes numbers (f32, i32, u32), not bools",
+                        "convert the bool first: u32(b)")
         return RV(s.emit(op, vals, ty_of(vals[0])))
 
     def py(*args: Any) -> Any:
         step = plugin_op(op).cpu if plugin_op(op) is not None else None  # type: ignore[union-attr]
         if step is None:
-            raise TypeError(f"`{op}` has no CPU step yet, so it cannot compute in Python: "
-                            f"cubelab.runtime.cpu.cpu_step({op!r}, fn)")
+            raise TypeError(hinted(f"`{op}` has no CPU step yet, so it cannot compute in "
+                                   "Python", f"give it one: cubelab.runtime.cpu.cpu_step({op!r}, "
+                                   "fn)"))
         return step(*(_np_scalar(a) for a in args)).item()
 
     return Intrinsic(op.split(".", 1)[1], expand, py, plugin.arity)

@@ -67,14 +67,16 @@ Indexable = BufferRef | ArrayRef | SliceView
 def new_array(s: Scope, kind: ArrayKind, args: Sequence[Any]) -> ArrayRef:
     what = repr(kind)
     if len(args) != 1:
-        raise error(s, f"{what}(length) takes one comptime length")
+        raise error(s, f"{what}(length) takes one comptime length",
+                    f"write {what}[f32](n) with one Python int n (or a shape tuple)")
     n = read(s, args[0])
     shape: tuple[int, ...] = ()
     if isinstance(n, tuple):  # SharedMemory[f32]((rows, cols)): a comptime shape, row-major
         dims = [read(s, d) for d in n]
         if not dims or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0
                                for d in dims):
-            raise error(s, f"{what}({n!r}): a shape is a tuple of positive comptime ints")
+            raise error(s, f"{what}({n!r}): a shape is a tuple of positive comptime ints",
+                        "write e.g. (16, 16)")
         shape = tuple(dims)
         n = 1
         for d in shape:
@@ -87,7 +89,8 @@ def new_array(s: Scope, kind: ArrayKind, args: Sequence[Any]) -> ArrayRef:
             raise error(s, f"shared memory with a runtime length ({describe(n)})", hint)
         raise error(s, f"a local Array with a runtime length ({describe(n)})", hint)
     if n <= 0:
-        raise error(s, f"{what}({n}): the length must be positive")
+        raise error(s, f"{what}({n}): the length must be positive",
+                    "give it at least one item")
     item = kind.item_ty(s)
     if kind.shared:
         size = n * item.size
@@ -310,7 +313,8 @@ def vector_component(s: Scope, v: Value, idx: Any) -> Any:
         raise error(s, "a vector component index must be an int (comptime) or a u32",
                         "write v[0] .. v[3], or v[i] with a u32 i")
     if not 0 <= idx < ty.width:
-        raise error(s, f"component {idx} of a vector of width {ty.width}")
+        raise error(s, f"component {idx} of a vector of width {ty.width}",
+                    f"components run from 0 to {ty.width - 1}")
     if ty.width == 1:  # Vector[F, N] with N = 1 is the scalar itself
         return RV(v)
     return RV(s.emit("vector.extract", [v], Ty(ty.elem), index=idx))
@@ -364,7 +368,8 @@ def set_component(s: Scope, var: LocalVar, idx: Any, x: Any) -> None:
         raise error(s, "a vector component index must be an int (comptime) or a u32",
                     "write v[0] .. v[3], or v[i] with a u32 i")
     if not 0 <= k < ty.width:
-        raise error(s, f"component {k} of a vector of width {ty.width}")
+        raise error(s, f"component {k} of a vector of width {ty.width}",
+                    f"components run from 0 to {ty.width - 1}")
     item = value(s, x, Ty(ty.elem))
     if ty_of(item) != Ty(ty.elem):
         raise error(s, f"component {k} of `{var.name}` is a {ty.elem.value}, assigned a "
@@ -391,7 +396,8 @@ def getitem(s: Scope, obj: Any, idx: Any, at: Pos) -> Any:
         try:
             return obj[idx]  # comptime: a tuple, SharedMemory[f32], Vector[F, N], ...
         except (IndexError, KeyError, TypeError) as exc:
-            raise error(s, f"{describe(obj)}[{idx!r}]: {exc}") from None
+            raise error(s, f"{describe(obj)}[{idx!r}]: {exc}",
+                        "index a list with a comptime int in range") from None
     raise error(s, f"{describe(obj)} cannot be indexed here",
                 "index a buffer argument (Slice / SliceMut / Tensor), an Array, shared memory "
                 "or a vector")

@@ -219,7 +219,9 @@ def builtin_value(s: Scope, name: str) -> Value:
         base = arith(f"abs_base_{a}", "arith.mul", builtin_value(s, f"CUBE_POS_{a}"),
                      builtin_value(s, f"CUBE_DIM_{a}"))
         return arith(name, "arith.add", base, builtin_value(s, f"UNIT_POS_{a}"))
-    raise error(s, f"unknown builtin {name}")
+    raise error(s, f"unknown builtin {name}",
+                "the builtins are ABSOLUTE_POS, UNIT_POS, CUBE_POS, CUBE_DIM, CUBE_COUNT and "
+                "their _X/_Y/_Z forms (docs/language.md)")
 
 
 def read(s: Scope, x: Any) -> Any:
@@ -352,7 +354,8 @@ def index_value(s: Scope, idx: Any) -> Value:
     idx = read(s, idx)
     if is_py(idx):
         if isinstance(idx, bool) or not isinstance(idx, int):
-            raise error(s, f"index {idx!r} is not an integer")
+            raise error(s, f"index {idx!r} is not an integer",
+                        "index with an int or a u32 value")
         if idx < 0:
             raise error(s, f"negative index {idx}", "indices are u32; negative indices never wrap")
         return const(s, idx, U32)
@@ -361,7 +364,8 @@ def index_value(s: Scope, idx: Any) -> Value:
     if ty != U32:
         if ty == I32:
             raise error(s, "indices are u32, this one is i32", "write x[u32(i)]")
-        raise error(s, f"an index must be a u32 scalar, got {ty}")
+        raise error(s, f"an index must be a u32 scalar, got {ty}",
+                    "convert it: x[u32(i)] (a vector index: pick one component)")
     return v
 
 
@@ -398,7 +402,8 @@ def as_bool(s: Scope, x: Any, what: str) -> Value:
 
 def minmax(s: Scope, fn: str, args: Sequence[Any]) -> Any:
     if len(args) < 2:
-        raise error(s, f"{fn}() inside a kernel takes two or more values")
+        raise error(s, f"{fn}() inside a kernel takes two or more values",
+                    f"write {fn}(a, b)")
     acc = read(s, args[0])
     for nxt in args[1:]:
         nxt = read(s, nxt)
@@ -408,7 +413,7 @@ def minmax(s: Scope, fn: str, args: Sequence[Any]) -> Any:
         w = written_of(acc) or written_of(nxt)
         va, vb = pair(s, acc, nxt, fn)
         if ty_of(va).elem is Elem.BOOL:
-            raise error(s, f"{fn}() of bools")
+            raise error(s, f"{fn}() of bools", "use `and` / `or` on bools")
         acc = RV(s.emit(f"arith.{fn}", [va, vb], ty_of(va)), w=w)
     return acc
 

@@ -59,13 +59,15 @@ def _shift(s: Scope, op: str, a: Any, b: Any) -> Any:
         raise error(s, f"`{_SYMBOL[op]}` on {ty} values", "shifts work on i32 / u32")
     if is_py(b):
         if isinstance(b, bool) or not isinstance(b, int) or b < 0:
-            raise error(s, f"shift amount {b!r} must be a non-negative integer")
+            raise error(s, f"shift amount {b!r} must be a non-negative integer",
+                        "shift by 0 .. 31 (only the low 5 bits are used)")
         vb = const(s, b, U32)
     else:
         vb = value(s, b)
         bt = ty_of(vb)
         if not bt.elem.is_int:
-            raise error(s, f"a shift amount must be an integer, got {bt}")
+            raise error(s, f"a shift amount must be an integer, got {bt}",
+                        "shift by a u32: x << u32(k)")
         if bt.elem is Elem.I32:
             vb = s.emit("arith.cast", [vb], bt.with_elem(Elem.U32))
     bt = ty_of(vb)
@@ -76,7 +78,8 @@ def _shift(s: Scope, op: str, a: Any, b: Any) -> Any:
             va = splat(s, va, bt.width)
             ty = ty_of(va)
         else:
-            raise error(s, f"shift of a width-{ty.width} vector by a width-{bt.width} vector")
+            raise error(s, f"shift of a width-{ty.width} vector by a width-{bt.width} vector",
+                        "shift by a scalar or a vector of the same width")
     return RV(s.emit(_INT_OPS[op], [va, vb], ty))
 
 
@@ -133,7 +136,8 @@ def binop(s: Scope, op: str, a: Any, b: Any, at: Pos) -> Any:
     if op in ("mul", "add") and (isinstance(a, list) or isinstance(b, list)):
         return _list_op(s, op, a, b)  # `[f32(0.0)] * 4`, `xs + ys`: Python's, at expansion
     if op not in _PY_BIN:
-        raise error(s, f"the operator for {op!r} is not part of the kernel language yet")
+        raise error(s, f"the operator for {op!r} is not part of the kernel language yet",
+                    "docs/language.md, Operators, lists the ones a kernel can use")
     if op in ("lshift", "rshift"):
         return _shift(s, op, a, b)
     va, vb = pair(s, a, b, _SYMBOL[op], given)

@@ -425,7 +425,8 @@ class _Rewriter(ast.NodeTransformer):
         op = _BINOPS.get(type(node.op))
         if op is None:
             raise self.refuse(node, f"the operator `{type(node.op).__name__}=` is not part of the "
-                              "kernel language yet")
+                              "kernel language yet", "write the assignment out: `x = x op y` "
+                              "with an operator of docs/language.md")
         self._check_writable(node.target)
         value = self.visit(node.value)
         t = node.target
@@ -440,7 +441,8 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(t, ast.Attribute):
             return ast.Expr(self.call("augsetfield", [self.visit(t.value), ast.Constant(t.attr),
                                                       ast.Constant(op), value], node))
-        raise self.refuse(t, "this assignment target is not allowed in a kernel")
+        raise self.refuse(t, "this assignment target is not allowed in a kernel",
+                          "assign to a local name, to buffer[index] or to a struct field")
 
     def _known_at_expansion(self, e: ast.expr) -> bool:
         if isinstance(e, ast.Constant):
@@ -497,7 +499,8 @@ class _Rewriter(ast.NodeTransformer):
             raise self.refuse(node, "`for ... else` is not allowed in a kernel",
                               "drop the else branch; set a flag before `break` instead")
         if not isinstance(node.target, ast.Name):
-            raise self.refuse(node.target, "a loop variable must be a single name")
+            raise self.refuse(node.target, "a loop variable must be a single name",
+                              "write `for i in range(n):` and index inside the body")
         it = node.iter
         fn_name = "for_range"
         if (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "unroll"
@@ -609,12 +612,14 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Break(self, node: ast.Break) -> ast.AST:
         if not self.loop_depth:
-            raise self.refuse(node, "`break` outside a loop")
+            raise self.refuse(node, "`break` outside a loop",
+                              "use `return` to leave the kernel, or an `if` around the rest")
         return ast.Expr(self.call("brk", [], node))
 
     def visit_Continue(self, node: ast.Continue) -> ast.AST:
         if not self.loop_depth:
-            raise self.refuse(node, "`continue` outside a loop")
+            raise self.refuse(node, "`continue` outside a loop",
+                              "use an `if` around the rest of the body")
         return ast.Expr(self.call("cont", [], node))
 
     def visit_Return(self, node: ast.Return) -> list[ast.stmt]:
@@ -653,7 +658,8 @@ class _Rewriter(ast.NodeTransformer):
             return self.call("unary", [ast.Constant("pos"), operand], node)
         if isinstance(node.op, ast.Invert):
             return self.call("unary", [ast.Constant("invert"), operand], node)
-        raise self.refuse(node, f"the operator `{type(node.op).__name__}` is not allowed")
+        raise self.refuse(node, f"the operator `{type(node.op).__name__}` is not allowed",
+                          "docs/language.md, Operators, lists the ones a kernel can use")
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         op = "and" if isinstance(node.op, ast.And) else "or"
@@ -696,7 +702,8 @@ class _Rewriter(ast.NodeTransformer):
                               "pass arguments by position")
         if isinstance(f, ast.Name) and f.id == "comptime":
             if len(node.args) != 1 or node.keywords:
-                raise self.refuse(node, "comptime(...) takes one expression")
+                raise self.refuse(node, "comptime(...) takes one expression",
+                                  "write comptime(expr) with one Python expression")
             for sub in ast.walk(node.args[0]):
                 if type(sub) in (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.NamedExpr):
                     raise self.refuse(sub, *_REFUSED[type(sub)])

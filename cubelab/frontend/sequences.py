@@ -95,9 +95,13 @@ def _position(s: Scope, seq: Sequence, idx: Any) -> int:
                     "a list's items are separate locals, indexed by comptime ints (vals[0], or "
                     "unroll the loop); for a runtime index use an Array[T](n)")
     if not isinstance(idx, int) or isinstance(idx, bool):
-        raise error(s, f"the list `{seq.name}` is indexed by an int, got {describe(idx)}")
+        raise error(s, f"the list `{seq.name}` is indexed by an int, got {describe(idx)}",
+                    "a list's items are separate locals: index it with a comptime int, or "
+                    "use an Array[T](n) for a runtime index")
     if not -len(seq.items) <= idx < len(seq.items):
-        raise error(s, f"index {idx} is outside the list `{seq.name}` of {len(seq.items)} items")
+        raise error(s, f"index {idx} is outside the list `{seq.name}` of {len(seq.items)} items",
+                    f"indices run from 0 to {len(seq.items) - 1} (negative ones count from the "
+                    "end)")
     return idx % len(seq.items)
 
 

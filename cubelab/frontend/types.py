@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cubelab.errors import api_boundary, type_refusal
+from cubelab.errors import api_boundary, hinted, type_refusal
 from cubelab.ir.types import Atomic as AtomicTy
 from cubelab.ir.types import Elem, Ty
 
@@ -61,10 +61,10 @@ class ScalarKind:
         return self
 
     def __call__(self, *args: Any) -> Any:
-        raise TypeError(
-            f"{self.elem.value}(...) builds a typed value inside a kernel; on the host use numpy "
-            f"(np.{self.elem.numpy_dtype}) or {self.elem.value}.as_bytes(...)"
-        )
+        raise TypeError(hinted(
+            f"{self.elem.value}(...) builds a typed value inside a kernel",
+            f"on the host use numpy (np.{self.elem.numpy_dtype}) or "
+            f"{self.elem.value}.as_bytes(...)"))
 
 
 class GenericScalar:
@@ -296,12 +296,13 @@ class ArrayKind:
 
     def __init__(self, item: ItemSpec, shared: bool) -> None:
         if isinstance(item, ScalarKind) and item.elem is Elem.BOOL:
-            raise TypeError("arrays of bool are not allowed; use u32")
+            raise TypeError(hinted("arrays of bool are not allowed", "use u32 (0 / 1)"))
         if not isinstance(item, (ScalarKind, GenericScalar, VectorSpec, AtomicSpec)):
-            raise TypeError(f"an array holds scalars, vectors or atomics, got {item!r}")
+            raise TypeError(hinted(f"an array holds scalars, vectors or atomics, got {item!r}",
+                                   "e.g. Array[f32](n), SharedMemory[Vector[f32, 4]](n)"))
         if isinstance(item, AtomicSpec) and not shared:
-            raise TypeError("a local Array cannot hold atomics (only one unit sees it); use "
-                            "SharedMemory[Atomic[...]] or a SliceMut[Atomic[...]]")
+            raise TypeError(hinted("a local Array cannot hold atomics (only one unit sees it)",
+                                   "use SharedMemory[Atomic[...]] or a SliceMut[Atomic[...]]"))
         self.item = item
         self.shared = shared
         self.__name__ = repr(self)
@@ -315,7 +316,8 @@ class ArrayKind:
         return Ty(self.item.resolve(scope).elem)
 
     def __call__(self, *args: Any) -> Any:
-        raise TypeError(f"{self!r}(n) creates memory inside a @cube kernel only")
+        raise TypeError(hinted(f"{self!r}(n) creates memory inside a @cube kernel only",
+                               "on the host allocate with client.empty / create_from_slice"))
 
 
 class _ArrayNamespace:

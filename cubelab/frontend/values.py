@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cubelab.errors import hinted
 from cubelab.ir.core import Value
 
 
@@ -39,10 +40,10 @@ class RV:
         return f"RV(%{self.v.name}: {self.v.type})"
 
     def __bool__(self) -> bool:
-        raise TypeError(
+        raise TypeError(hinted(
             "a runtime value has no Python truth value; this happens when Python evaluates a "
-            "condition itself (e.g. inside comptime(...) or a plain Python helper)"
-        )
+            "condition itself (e.g. inside comptime(...) or a plain Python helper)",
+            "branch on it in the kernel (an `if` the kernel writes), or make the helper @cube"))
 
 
 @dataclass(eq=False, slots=True)

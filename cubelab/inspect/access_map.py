@@ -40,7 +40,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from cubelab.errors import CubeError, FailedTraceWarning, api_boundary
+from cubelab.errors import CubeError, FailedTraceWarning, api_boundary, hinted
 from cubelab.inspect.cost import CostTable
 from cubelab.runtime.cpu import cost as _cost
 from cubelab.runtime.cpu.access import (
@@ -293,7 +293,9 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
     _cost.check_width(width)
 
     if getattr(cube_count, "handle", None) is not None:
-        raise CubeError("access_map needs a static cube count (CubeCount.Static)")
+        raise CubeError(hinted("access_map needs a static cube count",
+                               "pass CubeCount.Static(x, y, z): a dynamic count is known only "
+                               "on the device"))
     cx, cy, cz = cube_count.as_tuple()
     total = cx * cy * cz
     if cubes is None:
@@ -303,10 +305,12 @@ def access_map(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args
         for c in cubes:
             lin = c[0] + c[1] * cx + c[2] * cx * cy if isinstance(c, (tuple, list)) else int(c)
             if not 0 <= lin < total:
-                raise ValueError(f"cube {c} is not part of this launch ({total} cubes)")
+                raise ValueError(hinted(f"cube {c} is not part of this launch ({total} cubes)",
+                                        f"pick cubes 0 .. {total - 1} (or (x, y, z) tuples)"))
             chosen.append(lin)
         if not chosen:
-            raise ValueError("access_map(..., cubes=[...]) needs at least one cube")
+            raise ValueError(hinted("access_map(..., cubes=[...]) needs at least one cube",
+                                    "leave cubes=None for every cube"))
         chosen = sorted(set(chosen))
     result, client, args, copied = run_recorded(client, launcher, cube_count, cube_dim, args,
                                                 "record", (frozenset(chosen), limit, nonfinite))

@@ -20,6 +20,7 @@ import html
 import math
 from typing import Any, Callable, Iterator, Sequence
 
+from cubelab.errors import hinted
 from cubelab.inspect.views import TableView, inline_markdown
 from cubelab.runtime.cpu.cost import LineCoalescing, LineConflicts
 
@@ -54,7 +55,8 @@ class CostTable(TableView):
     def __init__(self, kind: str, records: Sequence[LineCoalescing | LineConflicts], title: str,
                  source: Callable[[int | None], str] | None = None, note: str = "") -> None:
         if kind not in ("coalescing", "conflicts"):
-            raise ValueError(f"a cost table is 'coalescing' or 'conflicts', not {kind!r}")
+            raise ValueError(hinted(f"a cost table is 'coalescing' or 'conflicts', not {kind!r}",
+                                    "ask for one of the two"))
         self.kind = kind
         self.records = list(records)
         self.source = source or (lambda _line: "")

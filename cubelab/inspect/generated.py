@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cubelab.errors import hinted
 from cubelab.frontend.kernel import CubeFunction
 from cubelab.frontend.types import GenericScalar, GenericSize
 
@@ -79,7 +80,8 @@ def generated(fn: CubeFunction) -> str:
     """The items `@cube` made of `fn`, in the order of CubeCL's `cargo expand` listing, each
     with what it is in cubelab and when it runs."""
     if not isinstance(fn, CubeFunction) or not fn.is_kernel:
-        raise TypeError("generated(kernel) takes a @cube(launch=True) function")
+        raise TypeError(hinted("generated(kernel) takes a @cube(launch=True) function",
+                               "pass the kernel itself (not a helper, not a launch)"))
     name, kernel = fn.__name__, _camel(fn.__name__)
     scalars = [g for g in fn.generics if isinstance(g, GenericScalar)]
     sizes = [g for g in fn.generics if isinstance(g, GenericSize)]
@@ -125,8 +127,8 @@ def generated_launch(fn: CubeFunction, launcher: str = "launch") -> str:
     registered with its IO, the Kernel built from the compile-time parts, and the hand-off."""
     modes = dict(_launchers(fn))
     if launcher not in modes:
-        raise ValueError(f"`{fn.__name__}` has no `{launcher}` (declared: "
-                         f"{', '.join(modes) or 'none'})")
+        raise ValueError(hinted(f"`{fn.__name__}` has no `{launcher}`",
+                                f"it declares {', '.join(modes) or 'none'}"))
     kernel = _camel(fn.__name__)
     written = _annotations(fn)
     sizes = [g for g in fn.generics if isinstance(g, GenericSize)]

@@ -11,7 +11,7 @@ import inspect as _pyinspect
 from typing import Any
 
 from cubelab.compiler.options import options_key
-from cubelab.errors import api_boundary
+from cubelab.errors import api_boundary, hinted
 from cubelab.frontend import aggregate_launch as _launch_args
 from cubelab.frontend import types as _types
 from cubelab.frontend.kernel import CubeFunction, KernelInstance
@@ -38,8 +38,9 @@ def instance(kernel: CubeFunction, *types: ScalarKind, sizes: tuple[int, ...] = 
     tg = [g for g in kernel.generics if isinstance(g, GenericScalar)]
     sg = [g for g in kernel.generics if isinstance(g, GenericSize)]
     if len(types) != len(tg) or len(sizes) != len(sg):
-        raise TypeError(f"`{kernel.__name__}` needs types for {[g.name for g in tg]} and sizes "
-                        f"for {[g.name for g in sg]}")
+        raise TypeError(hinted(f"`{kernel.__name__}` needs types for {[g.name for g in tg]} and "
+                               f"sizes for {[g.name for g in sg]}",
+                               "e.g. instance(kernel, f32, sizes=(4,))"))
     mode = ExecutionMode.Checked if checked else ExecutionMode.Unchecked
     # `comptime` holds one entry per Comptime argument and per @cube_type argument (a host
     # instance, or its key), in signature order
@@ -184,8 +185,9 @@ def default_instance(kernel: CubeFunction, cube_dim: CubeDim | None = None) -> K
                 if inner in (bool, int, float):  # the type's zero: False, 0, 0.0
                     comptime.append(inner())
                     continue
-                raise TypeError(f"`{kernel.__name__}` has Comptime argument `{p.name}` without a "
-                                "default: pass an instance (inspect.instance(...)) or launch it")
+                raise TypeError(hinted(f"`{kernel.__name__}` has Comptime argument `{p.name}` "
+                                       "without a default", "pass an instance "
+                                       "(inspect.instance(..., comptime=(...))) or launch it"))
             comptime.append(default)
     return instance(kernel, *types, sizes=sizes, cube_dim=cube_dim, comptime=tuple(comptime))
 
@@ -204,6 +206,7 @@ def instance_from_id(kernel: CubeFunction, kid: KernelId) -> KernelInstance:
                      _launch_args.key_from_compilation_arg(p.spec, fields[p.name])
                      for p in kernel.params if p.kind in ("comptime", "aggregate"))
     if len(types) != len([g for g in kernel.generics if isinstance(g, GenericScalar)]):
-        raise ValueError(f"{kid.short()} does not match `{kernel.__name__}`'s generics")
+        raise ValueError(hinted(f"{kid.short()} does not match `{kernel.__name__}`'s generics",
+                                "rebuild it from a KernelId this kernel's launch made"))
     return instance(kernel, *types, sizes=sizes, cube_dim=kid.cube_dim, comptime=comptime,
                     checked=kid.mode is ExecutionMode.Checked)

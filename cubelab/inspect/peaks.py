@@ -39,7 +39,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
-from cubelab.errors import CubeError, api_boundary
+from cubelab.errors import CubeError, api_boundary, hinted
 from cubelab.runtime.cpu.cost import DEFAULT_PLANE_WIDTH
 from cubelab.runtime.handle import BufferArg
 from cubelab.runtime.kernel_id import CubeDim
@@ -132,8 +132,8 @@ def profiled(client: Any, launch: Any, repeats: int) -> list[float]:
         for _ in range(repeats):
             launch()
     if not p.samples:
-        raise CubeError("the profiled launches did not run (a dry run, a capture, or a failed "
-                        "launch: read one of its output buffers to see why)")
+        raise CubeError(hinted("the profiled launches did not run (a dry run, a capture, or a "
+                               "failed launch)", "read one of its output buffers to see why"))
     return [s.duration_s for s in p.samples]
 
 
@@ -197,7 +197,9 @@ def device_peaks(client: Any, refresh: bool = False, budget_s: float | None = No
             break
         size *= 2
     if not curve:
-        raise CubeError(f"device_peaks: not even a {_size(SMALLEST)} copy ran on {client.name()}")
+        raise CubeError(hinted(f"device_peaks: not even a {_size(SMALLEST)} copy ran on "
+                               f"{client.name()}", "free memory (client.memory_cleanup()) and "
+                               "run it outside dry_run() and graph capture"))
     tail = sorted(p.gbps for p in curve[-3:])
     gbps = statistics.median(tail)
     gflops = _fma_throughput(client, fma_chains, kind, dim)

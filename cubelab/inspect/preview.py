@@ -21,7 +21,7 @@ from cubelab.compiler import TARGETS, CompiledSource, Target
 from cubelab.compiler.targets import default_target
 from cubelab.compiler.options import CompilationOptions
 from cubelab.compiler.pipeline import Compilation, compile_definition
-from cubelab.errors import api_boundary
+from cubelab.errors import api_boundary, hinted
 from cubelab.frontend.kernel import CubeFunction, KernelInstance
 from cubelab.frontend.types import ScalarKind
 from cubelab.inspect.instances import default_instance, instance
@@ -153,7 +153,8 @@ def source_of(k: Inspectable, target: str, *types: ScalarKind,
               **generics: Any) -> str:
     """The generated source of `k` for `target` (any name of `compiler.targets.TARGETS`)."""
     if target not in TARGETS:
-        raise ValueError(f"no target {target!r}; the targets are {', '.join(TARGETS)}")
+        raise ValueError(hinted(f"no target {target!r}", f"the targets are "
+                                f"{', '.join(TARGETS)}"))
     k = as_instance(k, *types, **generics)
     c = _pipeline(k, options_for(client, checked_io), run=TARGETS[target], client=client)
     return c.sources[target].source

@@ -48,7 +48,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from cubelab.errors import CubeError, api_boundary
+from cubelab.errors import CubeError, api_boundary, hinted
 from cubelab.frontend import aggregate_launch
 from cubelab.inspect.peaks import DevicePeaks, device_peaks, profiled
 from cubelab.runtime.cpu.cost import SECTOR_BYTES, transactions
@@ -220,7 +220,8 @@ def roofline_chart(*rooflines: Roofline | Iterable[Roofline], title: str | None 
     for r in rooflines:
         flat += [r] if isinstance(r, Roofline) else list(r)
     if not flat:
-        raise ValueError("roofline_chart needs at least one Roofline")
+        raise ValueError(hinted("roofline_chart needs at least one Roofline",
+                                "make one with cubelab.inspect.roofline(...)"))
     return RooflineChart(flat, title)
 
 
@@ -296,12 +297,14 @@ def work(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any,
     from cubelab.inspect.trace import run_recorded
 
     if getattr(cube_count, "handle", None) is not None:
-        raise CubeError("counting a launch needs a static cube count (CubeCount.Static): the "
-                        "bytes and flops are counted on the CPU runtime, which must know the grid")
+        raise CubeError(hinted("counting a launch needs a static cube count: the bytes and "
+                               "flops are counted on the CPU runtime, which must know the grid",
+                               "pass CubeCount.Static(x, y, z)"))
     cx, cy, cz = cube_count.as_tuple()
     total = cx * cy * cz
     if total == 0:
-        raise CubeError("a launch with no cube: nothing runs, nothing to count")
+        raise CubeError(hinted("a launch with no cube: nothing runs, nothing to count",
+                               "give the launch a non-zero CubeCount"))
     sample = _sample(total, max(1, sample_cubes))
     runs = None if len(sample) == total else _runs(sample)
     model = frozenset(sample[:MODEL_CUBES])
@@ -330,12 +333,15 @@ def roofline(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: 
     (`work`), and place it under the device's roof (`device_peaks(client)` unless `peaks` is
     given)."""
     if getattr(cube_count, "handle", None) is not None:
-        raise CubeError("roofline needs a static cube count (CubeCount.Static): the bytes and "
-                        "flops are counted on the CPU runtime, which must know the grid")
+        raise CubeError(hinted("roofline needs a static cube count: the bytes and flops are "
+                               "counted on the CPU runtime, which must know the grid",
+                               "pass CubeCount.Static(x, y, z)"))
     if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+        raise ValueError(hinted(f"repeats must be a positive int, got {repeats!r}",
+                                "e.g. repeats=20, the default"))
     if 0 in cube_count.as_tuple():
-        raise CubeError("roofline of a launch with no cube: nothing runs, nothing to time")
+        raise CubeError(hinted("roofline of a launch with no cube: nothing runs, nothing to "
+                               "time", "give the launch a non-zero CubeCount"))
     pk = peaks if peaks is not None else device_peaks(client)
     w = work(launcher, client, cube_count, cube_dim, *args, sample_cubes=sample_cubes)
     # time it on the client, leaving its buffers as they were

@@ -15,6 +15,7 @@ and a thin bar from its intensity over requested bytes to its intensity over com
 
 from __future__ import annotations
 
+from cubelab.errors import hinted
 import io
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -29,8 +30,9 @@ def _figure(width: float = 7.0, height: float = 4.4) -> Any:
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise ImportError("drawing a roofline needs matplotlib: pip install 'cubelab[lab]' (or "
-                          "pip install matplotlib); the numbers are in str(roofline)") from None
+        raise ImportError(hinted("drawing a roofline needs matplotlib",
+                                 "pip install 'cubelab[lab]' (or pip install matplotlib); the "
+                                 "numbers are in str(roofline)")) from None
     return Figure(figsize=(width, height), layout="constrained")
 
 

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
-from cubelab.errors import BufferFailure, CubeError, FailedTraceWarning, api_boundary
+from cubelab.errors import BufferFailure, CubeError, FailedTraceWarning, api_boundary, hinted
 from cubelab.ir.printer import print_kernel
 from cubelab.runtime.cpu import LaunchReport, cpu_server
 from cubelab.runtime.cpu.trace import TraceStep
@@ -156,10 +156,12 @@ def trace(launcher: Any, client: Any, cube_count: Any, cube_dim: Any, *args: Any
              if isinstance(u, (tuple, list)) else int(u) for u in units]
     for u in units:
         if not 0 <= int(u) < total:
-            raise ValueError(f"unit {u} is not part of this launch ({total} units: 0..{total - 1})")
+            raise ValueError(hinted(f"unit {u} is not part of this launch ({total} units)",
+                                    f"pick units 0 .. {total - 1}"))
     units_t = tuple(int(u) for u in units)
     if not units_t:
-        raise ValueError("trace(..., units=[...]) needs at least one unit")
+        raise ValueError(hinted("trace(..., units=[...]) needs at least one unit",
+                                "e.g. units=[0]"))
     result, client, args, copied = run_recorded(client, launcher, cube_count, cube_dim, args,
                                                 "trace", (units_t, limit))
     tracer, report, definition = result

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, runtime_checkable
 
+from cubelab.errors import hinted
 from cubelab.ir.analysis import max_value_id
 from cubelab.ir.core import Block, KernelDefinition, Op, Value
 from cubelab.ir.printer import print_kernel
@@ -364,12 +365,15 @@ def _run_checked(p: Pass, kernel: KernelDefinition) -> KernelDefinition:
     try:
         out = p.run(kernel)
     except Exception as exc:  # noqa: BLE001 - a student's pass: say whose error it is
-        raise PassError(f"pass `{name}` raised {type(exc).__name__}: {exc} (while compiling "
-                        f"kernel `{kernel.name}`)") from exc
+        raise PassError(hinted(f"pass `{name}` raised {type(exc).__name__}: {exc} (while "
+                               f"compiling kernel `{kernel.name}`)",
+                               "the traceback's last frame is in your pass; "
+                               "`cubelab.inspect.passes(...)` shows the IR it was given"
+                               )) from exc
     if not isinstance(out, KernelDefinition):
-        raise PassError(f"pass `{name}` returned {type(out).__name__} instead of the kernel "
-                        "definition: a pass's `run(definition)` returns the definition (the "
-                        "same one, changed, or a new one)")
+        raise PassError(hinted(f"pass `{name}` returned {type(out).__name__} instead of the "
+                               "kernel definition", "a pass's `run(definition)` returns the "
+                               "definition (the same one, changed, or a new one)"))
     problems = verify(out)
     if problems:
         shown = "\n".join(f"  - {p}" for p in problems[:8])

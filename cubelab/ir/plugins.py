@@ -56,6 +56,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from cubelab.errors import hinted
 from cubelab.ir.analysis import EFFECTS, PURE, Effect
 from cubelab.ir.core import OPS
 
@@ -114,23 +115,27 @@ def add_op(name: str, meaning: str, arity: int = 1, pure: bool = True) -> Plugin
     notebook cell run twice) changes nothing; another declaration under a taken name is refused:
     `remove_op` it first."""
     if not isinstance(name, str) or not _NAME.match(name):
-        raise ValueError(f"an op's name is `dialect.name` (e.g. 'student.softplus'), not "
-                         f"{name!r}")
+        raise ValueError(hinted(f"an op's name is `dialect.name`, not {name!r}",
+                                "e.g. 'student.softplus'"))
     if name.split(".")[0] in BUILT_IN_DIALECTS:
-        raise ValueError(f"{name!r} is in the dialect of cubelab's own ops "
-                         f"({', '.join(sorted(BUILT_IN_DIALECTS))}); give your op a dialect of "
-                         "its own, e.g. 'student." + name.split(".")[1] + "'")
+        raise ValueError(hinted(f"{name!r} is in the dialect of cubelab's own ops "
+                                f"({', '.join(sorted(BUILT_IN_DIALECTS))})",
+                                "give your op a dialect of its own, e.g. 'student."
+                                + name.split(".")[1] + "'"))
     if not isinstance(meaning, str) or not meaning.strip():
-        raise ValueError("an op needs its meaning in words: every target implements that text "
-                         "to the letter (ir.core.OPS)")
+        raise ValueError(hinted("an op needs its meaning in words",
+                                "every target implements that text to the letter "
+                                "(ir.core.OPS): say what it computes, edge cases included"))
     if isinstance(arity, bool) or not isinstance(arity, int) or not 1 <= arity <= 3:
-        raise ValueError(f"arity is the number of operands, 1, 2 or 3; got {arity!r}")
+        raise ValueError(hinted(f"arity is the number of operands; got {arity!r}",
+                                "give 1, 2 or 3"))
     existing = PLUGIN_OPS.get(name)
     if existing is not None:
         if (existing.meaning, existing.arity, existing.pure) == (meaning, arity, bool(pure)):
             return existing
-        raise ValueError(f"op {name!r} is already declared with another meaning or shape; "
-                         f"remove_op({name!r}) first (kernels compiled with it compile again)")
+        raise ValueError(hinted(f"op {name!r} is already declared with another meaning or "
+                                "shape", f"remove_op({name!r}) first (kernels compiled with it "
+                                "compile again)"))
     op = PluginOp(name, meaning, arity, bool(pure))
     PLUGIN_OPS[name] = op
     OPS[name] = meaning
@@ -144,8 +149,9 @@ def add_op(name: str, meaning: str, arity: int = 1, pure: bool = True) -> Plugin
 def remove_op(name: str) -> None:
     """Take a plug-in op out of every table (its spellings and CPU step go with it)."""
     if name not in PLUGIN_OPS:
-        raise ValueError(f"{name!r} is not a plug-in op"
-                         + (" (cubelab's own ops cannot be removed)" if name in OPS else ""))
+        raise ValueError(hinted(f"{name!r} is not a plug-in op"
+                                + (" (cubelab's own ops cannot be removed)" if name in OPS
+                                   else ""), "remove only ops you declared with add_op"))
     del PLUGIN_OPS[name]
     OPS.pop(name, None)
     EFFECTS.pop(name, None)
@@ -157,10 +163,11 @@ def _declared(name: str, who: str) -> PluginOp:
     op = PLUGIN_OPS.get(name)
     if op is None:
         if name in OPS:
-            raise ValueError(f"{name!r} is one of cubelab's own ops: {who} of those lives in the "
-                             "package (docs/architecture.md, 'How to add an IR op')")
-        raise ValueError(f"no op {name!r}: declare it first with "
-                         f"cubelab.ir.plugins.add_op({name!r}, meaning)")
+            raise ValueError(hinted(f"{name!r} is one of cubelab's own ops",
+                                    f"{who} of those lives in the package "
+                                    "(docs/architecture.md, 'How to add an IR op')"))
+        raise ValueError(hinted(f"no op {name!r}", f"declare it first with "
+                                f"cubelab.ir.plugins.add_op({name!r}, meaning)"))
     return op
 
 
@@ -175,21 +182,24 @@ def set_lowering(name: str, target: str, spelling: str) -> None:
     down): a format string whose fields are the operands, `{0}` ... `{arity - 1}`."""
     op = _declared(name, "the spelling")
     if not isinstance(spelling, str) or not spelling.strip():
-        raise ValueError(f"a spelling is the target's expression for the op, as a string with "
-                         f"the operands as {{0}}, {{1}}, ...: e.g. 'exp({{0}})'; got {spelling!r}")
+        raise ValueError(hinted(f"a spelling is the target's expression for the op; got "
+                                f"{spelling!r}", "a string with the operands as {0}, {1}, ...: "
+                                "e.g. 'exp({0})'"))
     try:
         fields = spelling_fields(spelling)
     except ValueError as exc:
-        raise ValueError(f"{spelling!r} is not a spelling: {exc} (write a literal brace as "
-                         "{{ or }})") from None
+        raise ValueError(hinted(f"{spelling!r} is not a spelling: {exc}",
+                                "write a literal brace as {{ or }}")) from None
     allowed = {str(i) for i in range(op.arity)}
     stray = sorted(set(fields) - allowed)
     if stray:
-        raise ValueError(f"the spelling of {name!r} uses {{{stray[0]}}}; its operands are "
-                         + ", ".join(f"{{{i}}}" for i in range(op.arity)))
+        raise ValueError(hinted(f"the spelling of {name!r} uses {{{stray[0]}}}",
+                                "its operands are " + ", ".join(f"{{{i}}}"
+                                                               for i in range(op.arity))))
     unused = sorted(allowed - set(fields))
     if unused:
-        raise ValueError(f"the spelling of {name!r} never uses operand {{{unused[0]}}}")
+        raise ValueError(hinted(f"the spelling of {name!r} never uses operand "
+                                f"{{{unused[0]}}}", "use every operand, {0} .. in order"))
     if op.lowerings.get(target) == spelling:
         return
     op.lowerings[target] = spelling
@@ -201,8 +211,8 @@ def set_cpu_step(name: str, fn: Callable[..., Any]) -> None:
     down): a function of the operands' numpy rows."""
     op = _declared(name, "the CPU step")
     if not callable(fn):
-        raise ValueError(f"a CPU step is a function of the operands' numpy arrays, e.g. "
-                         f"`lambda x: np.exp(x)`; got {fn!r}")
+        raise ValueError(hinted(f"a CPU step is a function of the operands' numpy arrays; "
+                                f"got {fn!r}", "e.g. `lambda x: np.exp(x)`"))
     if op.cpu is not None and _source_of(op.cpu) == _source_of(fn):
         op.cpu = fn
         return

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
-from cubelab.errors import CubeError
+from cubelab.errors import CubeError, hinted
 from cubelab.runtime import events as ev
 from cubelab.runtime.dry_run import dry_run, real_run
 
@@ -116,7 +116,8 @@ class Tuner:
                  candidates: tuple[Launcher, ...] | list[Launcher] = (),
                  warmups: int = 3, samples: int = 10) -> None:
         if warmups < 0 or samples < 1:
-            raise ValueError("autotune needs warmups >= 0 and samples >= 1")
+            raise ValueError(hinted("autotune needs warmups >= 0 and samples >= 1",
+                                    "e.g. warmups=3, samples=10 (the defaults)"))
         self.client = client
         self.name = name
         self.key = key or (lambda *a, **k: None)
@@ -168,7 +169,9 @@ class Tuner:
 
     def tune(self, key: Hashable, *args: Any, **kwargs: Any) -> TuneResult:
         if not self.candidates:
-            raise AutotuneError(f"tuner `{self.name}` has no candidates")
+            raise AutotuneError(hinted(f"tuner `{self.name}` has no candidates",
+                                       "add one with @tuner.candidate above a function that "
+                                       "launches"))
         names = tuple(c.name for c in self.candidates)
         n = len(self.candidates)
         total = n + n * (self.warmups + self.samples)
@@ -225,9 +228,11 @@ class Tuner:
             if sc is not None and math.isfinite(sc):
                 ranked.append((sc, i))
         if not ranked:
-            raise AutotuneError(
+            raise AutotuneError(hinted(
                 f"tuner `{self.name}`: every candidate failed for key {key!r}:\n" + "\n".join(
-                    f"  {name}: {type(e).__name__}: {e}" for name, e in failures.items()))
+                    f"  {name}: {type(e).__name__}: {e}" for name, e in failures.items()),
+                "fix the first failure listed (each candidate's own error), then call the "
+                "tuner again"))
         winner = self.candidates[min(ranked)[1]]
         self._publish(ev.AutotuneFinished(self.name, key, winner.name,
                                           tuple((c.name, scores.get(c.name))

@@ -50,7 +50,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cubelab.errors import CaptureError
+from cubelab.errors import CaptureError, hinted
 
 if TYPE_CHECKING:
     from cubelab.runtime.kernel_id import CubeKernel
@@ -89,15 +89,17 @@ class Capture:
     def refuse(self, what: str) -> CaptureError:
         """Doom the capture for `what`; the error to raise where it happened."""
         self.refusals.append(what)
-        return CaptureError(f"refused inside a graph capture window (stream {self.stream}): "
-                            f"{what}; the capture is doomed and stop_capture will fail")
+        return CaptureError(hinted(f"refused inside a graph capture window (stream "
+                                   f"{self.stream}): {what}; the capture is doomed and "
+                                   "stop_capture will fail", "do it before start_capture, then "
+                                   "start the capture again"))
 
     def reject(self, what: str) -> CaptureError:
         """Refuse `what` on the spot without touching the recording: the capture goes on."""
         self.rejected.append(what)
-        return CaptureError(f"refused inside a graph capture window (stream {self.stream}): "
-                            f"{what}; nothing was recorded for it and the capture goes on "
-                            "(do it between replays)")
+        return CaptureError(hinted(f"refused inside a graph capture window (stream "
+                                   f"{self.stream}): {what}; nothing was recorded for it and "
+                                   "the capture goes on", "do it between replays"))
 
     def seal(self) -> list[Recorded]:
         if self.refusals:
@@ -106,8 +108,8 @@ class Capture:
             raise CaptureError(
                 f"graph capture on stream {self.stream} failed; the recording would lack what "
                 "the window did:\n  - " + "\n  - ".join(self.refusals) + also
-                + "\nWarm up before start_capture (compile, and make inputs with their data, "
-                "outside the window), and write host data only between replays."
+                + "\n  hint: warm up before start_capture (compile, and make inputs with their "
+                "data, outside the window), and write host data only between replays"
             )
         return list(self.records)
 

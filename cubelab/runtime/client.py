@@ -35,7 +35,7 @@ import itertools
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from cubelab.errors import LaunchError, ResourceError, api_boundary
+from cubelab.errors import LaunchError, ResourceError, api_boundary, hinted
 from cubelab.ir import plugins
 from cubelab.runtime import dry_run as _dry_run
 from cubelab.runtime import events as ev
@@ -82,7 +82,7 @@ def _as_bytes(data: Any) -> bytes:
         return bytes(data)
     dtype = getattr(data, "dtype", None)
     if dtype is not None and not _kernel_bytes(dtype):
-        raise TypeError(_refusal(dtype))
+        raise TypeError(_refusal(dtype))  # hint: _refusal's
     tobytes = getattr(data, "tobytes", None)  # numpy arrays
     if tobytes is not None:
         return bytes(tobytes())
@@ -173,7 +173,8 @@ class Client:
     def set_stream(self, stream_id: int | None) -> None:
         """Pin this thread's launches on this client to `stream_id` (None unpins)."""
         if stream_id is not None and (not isinstance(stream_id, int) or stream_id < 1):
-            raise ValueError(f"a StreamId is a positive int, got {stream_id!r}")
+            raise ValueError(hinted(f"a StreamId is a positive int, got {stream_id!r}",
+                                    "pass 1, 2, ... (or None to unpin)"))
         self._pin.id = stream_id
         if stream_id is not None:
             self._pins = True  # from now on `launch` asks the pin (it never goes back)
@@ -191,7 +192,7 @@ class Client:
         call, server, stream = self._runner.call, self._server, self.stream_id()
         too_big = allocation_refusal(handle.size, server.properties, server.name)
         if too_big is not None:  # no collection can change this one: say it at once
-            raise ResourceError(too_big)
+            raise ResourceError(too_big)  # hint: allocation_refusal's
         # Dropping the handle releases its memory from before the device allocates it: a
         # Ctrl-C while this thread waits for the device leaves the allocation to finish there,
         # and the release then queued behind it gives the memory back. (Releasing an id the
@@ -232,13 +233,15 @@ class Client:
         """A new buffer of `size` bytes whose contents are unspecified: memory reused from the
         pool keeps whatever its last owner wrote (CubeCL's `empty`). Use `zeros` for zeroes."""
         if not isinstance(size, int) or size < 0:
-            raise ValueError(f"empty(size) needs a byte count >= 0, got {size!r}")
+            raise ValueError(hinted(f"empty(size) needs a byte count >= 0, got {size!r}",
+                                    "pass the size in bytes: 4 * items for f32/i32/u32"))
         return self._alloc(Handle.new(size, self._device.id), None)
 
     def zeros(self, size: int) -> Handle:
         """A new buffer of `size` bytes, all zero."""
         if not isinstance(size, int) or size < 0:
-            raise ValueError(f"zeros(size) needs a byte count >= 0, got {size!r}")
+            raise ValueError(hinted(f"zeros(size) needs a byte count >= 0, got {size!r}",
+                                    "pass the size in bytes: 4 * items for f32/i32/u32"))
         return self._alloc(Handle.new(size, self._device.id), None, zero=True)
 
     def free(self, handle: Handle) -> None:
@@ -265,7 +268,8 @@ class Client:
         self._expect_local(handle, "write")
         raw = _as_bytes(data)
         if len(raw) > handle.size:
-            raise ValueError(f"write: {len(raw)} bytes do not fit in {handle!r}")
+            raise ValueError(hinted(f"write: {len(raw)} bytes do not fit in {handle!r}",
+                                    "write at most the handle's size, or allocate a larger one"))
         self._runner.call(self._server.host_write, handle, raw, self.stream_id())
 
     @api_boundary
@@ -358,13 +362,13 @@ class Client:
     # -- launch -------------------------------------------------------------------------------
     def _expect_local(self, handle: Handle, what: str) -> None:
         if not isinstance(handle, Handle):
-            raise LaunchError(f"{what}: expected a Handle, got {type(handle).__name__}")
+            raise LaunchError(hinted(f"{what}: expected a Handle, got {type(handle).__name__}",
+                                     "pass what client.create_from_slice / empty returned"))
         if handle.device_id != self._device.id:
-            raise LaunchError(
+            raise LaunchError(hinted(
                 f"{what}: {handle!r} belongs to device {handle.device_id}, not to this client's "
                 f"device {self._device.id} ({self.name()}). Memory coordinates from another "
-                "device mean nothing here; create the buffer with this client."
-            )
+                "device mean nothing here", "create the buffer with this client"))
         if handle.released:
             refuse_released(handle, what)
 

@@ -22,6 +22,7 @@ import sys
 import threading
 from typing import TextIO
 
+from cubelab.errors import hinted
 from cubelab.compiler.targets import TARGETS
 from cubelab.runtime import events as ev
 
@@ -41,8 +42,8 @@ class DebugLog:
         on wgpu, the IR on the CPU runtime), or any name of `compiler.targets.TARGETS` (the
         running target's source when that one was not rendered)."""
         if target is not None and target not in TARGETS:
-            raise ValueError(f"the debug log prints a target's source; {target!r} is no target "
-                             f"(the targets are {', '.join(TARGETS)})")
+            raise ValueError(hinted(f"the debug log prints a target's source; {target!r} is no "
+                                    "target", f"the targets are {', '.join(TARGETS)}"))
         self.dest = dest
         self.target = target
         self._lock = threading.Lock()
@@ -57,7 +58,7 @@ class DebugLog:
         try:
             return DebugLog(dest, target)
         except ValueError as exc:
-            raise ValueError(f"CUBELAB_DEBUG_TARGET: {exc}") from None
+            raise ValueError(f"CUBELAB_DEBUG_TARGET: {exc}") from None  # hint: exc's
 
     def _write(self, text: str) -> None:
         with self._lock:

@@ -16,7 +16,7 @@ import threading
 import warnings
 from typing import Any, Callable
 
-from cubelab.errors import DeviceError
+from cubelab.errors import DeviceError, hinted
 from cubelab.runtime.client import Client
 from cubelab.runtime.debug_log import DebugLog
 from cubelab.runtime.events import EventBus
@@ -44,8 +44,9 @@ def _wgpu_factory(bus: EventBus) -> Any:
         import wgpu  # noqa: F401
     except ImportError:
         # "no GPU runtime here" must be a DeviceError, or Device.default() cannot fall back
-        raise DeviceError("the wgpu package is not installed (pip install wgpu); "
-                          "use Device.cpu()") from None
+        raise DeviceError(hinted("the wgpu package is not installed",
+                                 "pip install wgpu (bash scripts/lab.sh installs it), or use "
+                                 "Device.cpu()")) from None
     from cubelab.runtime.wgpu.server import WgpuServer
 
     return WgpuServer(bus)
@@ -83,7 +84,8 @@ register_server("cuda", _cuda_factory, _cuda_probe)
 class Device:
     def __init__(self, kind: str) -> None:
         if kind not in _server_factories:
-            raise DeviceError(f"no runtime called {kind!r}; known: {sorted(_server_factories)}")
+            raise DeviceError(hinted(f"no runtime called {kind!r}",
+                                     f"name one of {sorted(_server_factories)}"))
         self.kind = kind
         self.id = next(_ids)
         self.bus = EventBus()
@@ -175,21 +177,25 @@ class Device:
         forced = os.environ.get("CUBELAB_DEVICE", "").strip().lower()
         if forced:
             if forced not in _server_factories:
-                raise DeviceError(f"CUBELAB_DEVICE={forced!r} names no runtime; use one of "
-                                  f"{sorted(_server_factories)} (or unset it to let cubelab "
-                                  "choose)")
+                raise DeviceError(hinted(f"CUBELAB_DEVICE={forced!r} names no runtime",
+                                         f"use one of {sorted(_server_factories)} (or unset it "
+                                         "to let cubelab choose)"))
             try:
                 return Device._get(forced)
             except DeviceError as exc:
-                raise DeviceError(f"CUBELAB_DEVICE={forced} but that runtime is unavailable: "
-                                  f"{exc}. Unset CUBELAB_DEVICE (or set it to another runtime) "
-                                  "to run elsewhere; cubelab does not fall back when a runtime "
-                                  "is named.") from None
+                raise DeviceError(hinted(f"CUBELAB_DEVICE={forced} but that runtime is "
+                                         f"unavailable: {exc}",
+                                         "unset CUBELAB_DEVICE (or set it to another runtime) "
+                                         "to run elsewhere; cubelab does not fall back when a "
+                                         "runtime is named")) from None
         try:
             return Device.wgpu()
         except DeviceError as exc:
             if os.environ.get("CUBELAB_EXPECT_WGPU") == "1":
-                raise DeviceError(f"CUBELAB_EXPECT_WGPU=1 but {exc}") from None
+                raise DeviceError(hinted(f"CUBELAB_EXPECT_WGPU=1 but {exc}",
+                                         "install the Vulkan driver (apt-get install "
+                                         "mesa-vulkan-drivers libvulkan1), or unset "
+                                         "CUBELAB_EXPECT_WGPU")) from None
             if "cpu" not in _server_factories:
                 raise
             warnings.warn(f"{exc}; falling back to the CPU runtime", RuntimeWarning, stacklevel=2)

@@ -32,7 +32,7 @@ import numbers
 import threading
 from typing import Any, Callable, Sequence
 
-from cubelab.errors import ReleasedHandleError
+from cubelab.errors import ReleasedHandleError, hinted
 
 _ids = itertools.count(1)
 
@@ -83,7 +83,8 @@ class Handle:
     def _free(self) -> None:
         """Release now (client.free / the end of a `with` block); see the module docstring."""
         if self.released:
-            raise ReleasedHandleError(f"{self!r} was already released")
+            raise ReleasedHandleError(hinted(f"{self!r} was already released",
+                                             "free a handle once (or let `with` free it)"))
         global frees
         release, self._release = self._release, None
         self.released = True
@@ -116,8 +117,9 @@ class Handle:
 def _view_bytes(nbytes: Any, size: int, what: str) -> int:
     if not isinstance(nbytes, numbers.Integral) or isinstance(nbytes, bool) or nbytes < 0 \
             or nbytes % ELEM_BYTES or nbytes > size:
-        raise ValueError(f"{what}({nbytes!r}): a byte count that is a multiple of "
-                         f"{ELEM_BYTES} and at most the handle's {size} bytes")
+        raise ValueError(hinted(f"{what}({nbytes!r}) is not a byte offset into the handle",
+                                f"pass a byte count that is a multiple of {ELEM_BYTES} and at "
+                                f"most the handle's {size} bytes"))
     return int(nbytes)
 
 
@@ -149,9 +151,9 @@ class HandleView(Handle):
         return self._buffer.released
 
     def _free(self) -> None:
-        raise ReleasedHandleError(
-            f"{self!r} is a view of {self._buffer!r}: free the buffer itself (client.free of "
-            "the handle the view was made from)")
+        raise ReleasedHandleError(hinted(
+            f"{self!r} is a view of {self._buffer!r}", "free the buffer itself (client.free of "
+            "the handle the view was made from)"))
 
     def __repr__(self) -> str:
         gone = ", released" if self.released else ""
@@ -169,10 +171,10 @@ def binding_start(handle: Handle, alignment: int) -> int:
 
 def refuse_released(handle: Handle, what: str) -> None:
     """Raise the error every released-handle use gets (one wording, one place)."""
-    raise ReleasedHandleError(
+    raise ReleasedHandleError(hinted(
         f"{what}: {handle!r} was released (client.free or the end of its `with` block); its "
         "memory may already belong to another buffer, so nothing was read, written or "
-        "launched. Keep the handle alive until you are done with it, or allocate a new one.")
+        "launched", "keep the handle alive until you are done with it, or allocate a new one"))
 
 
 class _Frozen:
@@ -184,8 +186,8 @@ class _Frozen:
     __slots__ = ("__weakref__",)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError(f"{type(self).__name__} is immutable (a launch argument is a "
-                             f"value): make a new one instead of setting `{name}`")
+        raise AttributeError(hinted(f"{type(self).__name__} is immutable (a launch argument "
+                                    "is a value)", f"make a new one instead of setting `{name}`"))
 
     __delattr__ = __setattr__  # type: ignore[assignment]
 
@@ -220,20 +222,19 @@ class BufferArg(_Frozen):
     @staticmethod
     def _checked_raw_parts(handle: Handle, length: int) -> "BufferArg":
         if not isinstance(handle, Handle):
-            raise TypeError(
-                f"BufferArg.from_raw_parts expects a Handle (from client.create_from_slice or "
-                f"client.empty), got {type(handle).__name__}"
-            )
+            raise TypeError(hinted(
+                f"BufferArg.from_raw_parts expects a Handle, got {type(handle).__name__}",
+                "make one with client.create_from_slice(...) or client.empty(n)"))
         if not isinstance(length, int) or isinstance(length, bool) or length < 0:
-            raise ValueError(f"BufferArg length must be a non-negative int, got {length!r}")
+            raise ValueError(hinted(f"BufferArg length must be a non-negative int, got "
+                                    f"{length!r}", "pass the number of items the kernel sees"))
         if handle.released:
             refuse_released(handle, "BufferArg.from_raw_parts")
         if length * ELEM_BYTES > handle.size:
-            raise ValueError(
+            raise ValueError(hinted(
                 f"BufferArg.from_raw_parts: length {length} needs {length * ELEM_BYTES} bytes but "
-                f"{handle!r} holds {handle.size} bytes ({handle.size // ELEM_BYTES} elements). "
-                "Pass the number of scalars the buffer really holds."
-            )
+                f"{handle!r} holds {handle.size} bytes ({handle.size // ELEM_BYTES} elements)",
+                "pass the number of scalars the buffer really holds"))
         return BufferArg(handle, length)
 
     def __repr__(self) -> str:
@@ -293,16 +294,16 @@ class TensorArg(_Frozen):
     def from_raw_parts(handle: Handle, shape: "Sequence[int]",
                        strides: "Sequence[int]") -> "TensorArg":
         if not isinstance(handle, Handle):
-            raise TypeError(
-                f"TensorArg.from_raw_parts expects a Handle (from client.create_from_slice or "
-                f"client.empty), got {type(handle).__name__}")
+            raise TypeError(hinted(
+                f"TensorArg.from_raw_parts expects a Handle, got {type(handle).__name__}",
+                "make one with client.create_from_slice(...) or client.empty(n)"))
         if handle.released:
             refuse_released(handle, "TensorArg.from_raw_parts")
         shape_t, strides_t = _dims("shape", shape), _dims("strides", strides)
         if len(shape_t) != len(strides_t):
-            raise ValueError(f"TensorArg.from_raw_parts: shape {shape_t} has rank "
-                             f"{len(shape_t)} but strides {strides_t} has rank {len(strides_t)}; "
-                             "give one stride per dimension")
+            raise ValueError(hinted(f"TensorArg.from_raw_parts: shape {shape_t} has rank "
+                                    f"{len(shape_t)} but strides {strides_t} has rank "
+                                    f"{len(strides_t)}", "give one stride per dimension"))
         return TensorArg(handle, shape_t, strides_t, handle.size // ELEM_BYTES)
 
     def __repr__(self) -> str:
@@ -312,14 +313,14 @@ class TensorArg(_Frozen):
 def _dims(what: str, dims: "Sequence[int]") -> tuple[int, ...]:
     """A shape or strides as a tuple of ints, each a non-negative integer below 2**32."""
     if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__"):
-        raise TypeError(f"TensorArg.from_raw_parts: {what} must be a sequence of ints, got "
-                        f"{dims!r}")
+        raise TypeError(hinted(f"TensorArg.from_raw_parts: {what} must be a sequence of ints, "
+                               f"got {dims!r}", "pass a tuple, e.g. (4, 4)"))
     out = tuple(dims)
     for d in out:
         if not isinstance(d, numbers.Integral) or isinstance(d, bool):
-            raise TypeError(f"TensorArg.from_raw_parts: {what} {out} holds {d!r}, which is not "
-                            "an int")
+            raise TypeError(hinted(f"TensorArg.from_raw_parts: {what} {out} holds {d!r}, which "
+                                   "is not an int", "give whole numbers of items"))
         if not 0 <= d < 2**32:
-            raise ValueError(f"TensorArg.from_raw_parts: {what} {out} holds {d}; entries are "
-                             "u32 in the kernel (0 .. 4294967295)")
+            raise ValueError(hinted(f"TensorArg.from_raw_parts: {what} {out} holds {d}",
+                                    "entries are u32 in the kernel (0 .. 4294967295)"))
     return tuple(int(d) for d in out)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from cubelab.compiler.pipeline import Limits, cube_dim_fits
-from cubelab.errors import LaunchError
+from cubelab.errors import LaunchError, hinted
 from cubelab.runtime.kernel_id import CubeDim, CubeKernel
 from cubelab.runtime.launch_args import Bindings, BufferBinding, CubeCount
 
@@ -62,11 +62,10 @@ def check_aliasing(kernel: str, buffers: list[BufferBinding]) -> None:
         other = seen.get(b.handle.id)
         if other is not None and other.writable != b.writable:
             ro, rw = (other, b) if b.writable else (b, other)
-            raise LaunchError(
+            raise LaunchError(hinted(
                 f"launch of `{kernel}`: the same buffer is bound as `{ro.name}` (read-only) and "
                 f"`{rw.name}` (writable); a dispatch cannot read a buffer through one binding "
-                "while writing it through another. Use a separate output buffer."
-            )
+                "while writing it through another", "use a separate output buffer"))
         seen[b.handle.id] = b
 
 
@@ -75,8 +74,8 @@ def check_cube_dim(kernel: str, cube_dim: CubeDim, limits: Limits) -> None:
     is queued (the same limits the compile checks, `compiler.pipeline.cube_dim_fits`)."""
     dims = cube_dim.as_tuple()
     if not cube_dim_fits(dims, limits):
-        raise LaunchError(
+        raise LaunchError(hinted(
             f"launch of `{kernel}`: cube dim {dims} has {cube_dim.num_units} "
             f"units; the device allows 1..{limits.max_units_per_cube} units per cube and at "
-            f"most {limits.max_cube_dim} per axis"
-        )
+            f"most {limits.max_cube_dim} per axis",
+            "use fewer units per cube and more cubes (CubeCount)"))

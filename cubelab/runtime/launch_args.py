@@ -11,6 +11,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
+from cubelab.errors import hinted
 from cubelab.runtime.handle import Handle
 
 __all__ = ["Bindings", "BufferBinding", "CubeCount", "SharedPrepared"]
@@ -40,8 +41,8 @@ class CubeCount:
         _set(self, "handle", handle)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("CubeCount is immutable (a launch argument is a value): make a new "
-                             f"one instead of setting `{name}`")
+        raise AttributeError(hinted("CubeCount is immutable (a launch argument is a value)",
+                                    f"make a new one instead of setting `{name}`"))
 
     __delattr__ = __setattr__  # type: ignore[assignment]
 
@@ -60,17 +61,21 @@ class CubeCount:
             return count
         for v in (x, y, z):
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise ValueError(f"CubeCount.Static needs three non-negative ints, got {(x, y, z)}")
+                raise ValueError(hinted(f"CubeCount.Static needs three non-negative ints, got "
+                                        f"{(x, y, z)}", "e.g. CubeCount.Static(4) or "
+                                        "CubeCount.Static(4, 2, 1)"))
         return CubeCount(x, y, z)
 
     @staticmethod
     def Dynamic(handle: Handle) -> "CubeCount":  # noqa: N802 - the seed's name
         if not isinstance(handle, Handle):
-            raise TypeError(f"CubeCount.Dynamic needs a Handle holding three u32, got "
-                            f"{type(handle).__name__}")
+            raise TypeError(hinted(f"CubeCount.Dynamic needs a Handle holding three u32, got "
+                                   f"{type(handle).__name__}",
+                                   "pass a buffer an earlier kernel wrote x, y, z into"))
         if handle.size < 12:
-            raise ValueError(f"CubeCount.Dynamic: {handle!r} holds {handle.size} bytes; a count "
-                             "is three u32 (x, y, z) = 12 bytes")
+            raise ValueError(hinted(f"CubeCount.Dynamic: {handle!r} holds {handle.size} bytes",
+                                    "a count is three u32 (x, y, z) = 12 bytes: allocate at "
+                                    "least 12"))
         return CubeCount(0, 0, 0, handle)
 
     @property

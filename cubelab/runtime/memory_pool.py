@@ -26,6 +26,7 @@ Device thread only: no locks.
 
 from __future__ import annotations
 
+from cubelab.errors import hinted
 import itertools
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -139,7 +140,8 @@ class MemoryPool:
                  free_page: Callable[[Any], None]) -> None:
         a = config.alignment
         if a < 4 or a & (a - 1):
-            raise ValueError(f"alignment must be a power of two >= 4, got {a}")
+            raise ValueError(hinted(f"alignment must be a power of two >= 4, got {a}",
+                                    "e.g. 256, the device's offset alignment"))
         self.config = config
         self._alloc_page = alloc_page
         self._free_page = free_page

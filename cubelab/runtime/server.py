@@ -72,6 +72,7 @@ from cubelab.errors import (
     KernelSourceError,
     LoopGuardError,
     ResourceError,
+    hinted,
 )
 from cubelab.ir.core import KernelDefinition
 from cubelab.ir.passes import GUARD_BUDGET, GUARD_DRIVER, loop_guard_message
@@ -316,7 +317,8 @@ class Server:
     @max_tasks.setter
     def max_tasks(self, n: int) -> None:
         if not isinstance(n, int) or n < 1:
-            raise ValueError(f"max_tasks must be a positive int, got {n!r}")
+            raise ValueError(hinted(f"max_tasks must be a positive int, got {n!r}",
+                                    "e.g. client.set_max_tasks(64), the default"))
         self.scheduler.max_tasks = n
 
     def flush(self, why: str) -> None:
@@ -360,10 +362,11 @@ class Server:
             # a buffer made with host data: the window's launches would read data a graph
             # cannot carry (capture.py)
             raise cap.refuse(f"create_from_slice of {handle.size} bytes (a host copy: make it "
-                             "before start_capture, or create it empty inside)")
+                             "before start_capture, or create it empty inside)"
+                             )  # hint: Capture.refuse's
         too_big = allocation_refusal(handle.size, self.properties, self.name)
         if too_big is not None:
-            raise ResourceError(too_big)
+            raise ResourceError(too_big)  # hint: allocation_refusal's
         pool = self.pool
         pages = pool.pages_created
         try:
@@ -373,8 +376,11 @@ class Server:
         except Exception as exc:  # noqa: BLE001 - OOM, over the device's buffer limit, ...
             pool.release(handle.id)
             self.take_async_errors()
-            raise ResourceError(f"cannot allocate {handle.size} bytes on {self.name}: "
-                                f"{type(exc).__name__}: {str(exc).strip()}") from None
+            raise ResourceError(hinted(f"cannot allocate {handle.size} bytes on {self.name}: "
+                                       f"{type(exc).__name__}: {str(exc).strip()}",
+                                       "free buffers you no longer need (del, client.free), "
+                                       "then client.memory_cleanup(); or allocate less"
+                                       )) from None
         if cap is not None:  # allowed inside the window (a software graph), and recorded
             cap.allocations.append(CaptureAllocation(handle.id, handle.size,
                                                      pool.pages_created != pages))
@@ -532,8 +538,9 @@ class Server:
         self._collect_async()
         if self.faults:
             faults, self.faults = self.faults, []
-            raise DeviceFault("the device reported a fault:\n" + "\n".join(
-                f"  {type(f).__name__}: {f}" for f in faults))
+            raise DeviceFault(hinted("the device reported a fault:\n" + "\n".join(
+                f"  {type(f).__name__}: {f}" for f in faults), "the faults are the driver's; "
+                "buffers that launches failed to write say so when read (check(handles))"))
 
     def host_write(self, handle: Handle, data: bytes, stream: int = 0) -> None:
         self._refuse_in_capture(stream, "host write")
@@ -552,7 +559,7 @@ class Server:
         """Raise for `what` inside an open window on `stream`, dooming the capture."""
         cap = self.captures.get(stream)
         if cap is not None:
-            raise cap.refuse(what)
+            raise cap.refuse(what)  # hint: Capture.refuse's
 
     def _reject_in_capture(self, stream: int, what: str) -> None:
         """Raise for `what` inside an open window on `stream`; the capture goes on."""
@@ -687,8 +694,10 @@ class Server:
                 raise
             except Exception as exc:
                 tb = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-                raise ExpansionPanicked(
-                    f"expansion of kernel `{kernel.name}` panicked: {tb}") from exc
+                raise ExpansionPanicked(hinted(
+                    f"expansion of kernel `{kernel.name}` panicked: {tb}",
+                    "a helper or a Python expression in the kernel raised while it was "
+                    "expanded: the traceback's last frame is the line")) from exc
             t1 = time.perf_counter()
             # the one pipeline (compiler/pipeline.py): the inspector's previews run the same.
             # The IR texts (as expanded, per pass) are printed only for someone listening
@@ -1138,8 +1147,9 @@ class Server:
     # -- graph capture ------------------------------------------------------------------------
     def start_capture(self, stream: int) -> None:
         if stream in self.captures:
-            raise CaptureError(f"a capture is already open on stream {stream}; the open one is "
-                               "left as it was")
+            raise CaptureError(hinted(f"a capture is already open on stream {stream}; the open "
+                                      "one is left as it was",
+                                      "call client.stop_capture() first"))
         # Work queued before the window is not part of the recording.
         self.scheduler.flush(stream, "capture")
         self.captures[stream] = Capture(stream)
@@ -1149,7 +1159,8 @@ class Server:
         `CaptureError` that lists what doomed it."""
         cap = self.captures.pop(stream, None)
         if cap is None:
-            raise CaptureError(f"no capture is open on stream {stream}")
+            raise CaptureError(hinted(f"no capture is open on stream {stream}",
+                                      "call client.start_capture() first, on the same thread"))
         cap.records = cap.seal()
         if self.bus.active:
             self.bus.publish(ev.CaptureStopped(stream, len(cap.records), len(cap.allocations),

@@ -170,7 +170,8 @@ class _Unpickler(pickle.Unpickler):
             return super().find_class(module, name)
         if module == "enum" and name == "Enum":
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"the store does not load {module}.{name}")
+        raise pickle.UnpicklingError(f"the store does not load {module}.{name}"
+                                     )  # hint: none: caught, the entry is compiled again
 
 
 def _private_dir(path: Path) -> bool:

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from cubelab.errors import hinted
 from cubelab.runtime import events as ev
 
 if TYPE_CHECKING:
@@ -74,7 +75,8 @@ class stream:  # noqa: N801 - used as `with stream(3):`, like a function
 
     def __init__(self, id: StreamId) -> None:  # noqa: A002
         if not isinstance(id, int) or isinstance(id, bool) or id < 1:
-            raise ValueError(f"a StreamId is a positive int, got {id!r}")
+            raise ValueError(hinted(f"a StreamId is a positive int, got {id!r}",
+                                    "use 1, 2, ..."))
         self.id = id
 
     def __enter__(self) -> StreamId:

@@ -19,6 +19,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from cubelab.errors import hinted
 from cubelab.inspect.access_map import AccessMap as AccessMapData
 from cubelab.inspect.access_svg import theme_css
 from cubelab.inspect.views import inline_markdown, table_css
@@ -32,7 +33,8 @@ class AccessMap(View):
 
     def __init__(self, access_map: AccessMapData) -> None:
         if not isinstance(access_map, AccessMapData):
-            raise TypeError("AccessMap needs an access map from cubelab.inspect.access_map(...)")
+            raise TypeError(hinted("AccessMap needs an access map",
+                                   "make one with cubelab.inspect.access_map(...)"))
         m = self.map = access_map
         self.phase: int | None = 0 if m.phases > 1 else None
         self.unit: int | None = None
@@ -82,7 +84,8 @@ class AccessMap(View):
     # -- what the controls do -----------------------------------------------------------------
     def show_phase(self, phase: int | None) -> None:
         if phase is not None and not 0 <= phase < self.map.phases:
-            raise ValueError(f"phase {phase}: this launch has phases 0..{self.map.phases - 1}")
+            raise ValueError(hinted(f"phase {phase} is not one of this launch's",
+                                    f"pick 0 .. {self.map.phases - 1} (or None for all)"))
         self.phase = phase
         self.render()
 
@@ -92,7 +95,8 @@ class AccessMap(View):
 
     def select(self, unit: int | None) -> None:
         if unit is not None and unit not in self.map.units:
-            raise ValueError(f"unit {unit} was not recorded")
+            raise ValueError(hinted(f"unit {unit} was not recorded",
+                                    "record its cube (access_map(..., cubes=[...]))"))
         self.unit = unit
         self.render()
 

@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import ipywidgets as W
 
+from cubelab.errors import hinted
 from cubelab import inspect as I
 from cubelab.compiler.options import CompilationOptions, options_key
 from cubelab.compiler.targets import TARGETS
@@ -116,7 +117,8 @@ def _normalize_show(show: Sequence[str] | str | None) -> list[str]:
         if name not in all_tabs:
             names = [k for k, v in aliases.items() if k in ("source", "expanded", "ir", "passes",
                                                              "ids") or k in TARGETS]
-            raise ValueError(f"unknown inspector view {s!r}; choose from {', '.join(names)}")
+            raise ValueError(hinted(f"unknown inspector view {s!r}",
+                                    f"choose from {', '.join(names)}"))
         out.append(name)
     # Source first when asked, then in the canonical order
     return [t for t in all_tabs if t in out]
@@ -130,7 +132,8 @@ class KernelInspector(LiveView):
                  instance: KernelInstance | None = None, show: Sequence[str] | str | None = None,
                  label: str | None = None, live: bool = True, ui: UiThread | None = None) -> None:
         if not isinstance(kernel, CubeFunction):
-            raise TypeError(f"KernelInspector needs a @cube function, got {type(kernel).__name__}")
+            raise TypeError(hinted(f"KernelInspector needs a @cube function, got "
+                                   f"{type(kernel).__name__}", "pass the kernel itself"))
         self.kernel = kernel
         self.client = client
         self.compiles = _KernelCompiles(kernel, client.events if client is not None else None)

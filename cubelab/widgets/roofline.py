@@ -19,6 +19,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from cubelab.errors import hinted
 from cubelab.inspect.roofline import Roofline as RooflineData
 from cubelab.inspect.roofline import RooflineChart
 from cubelab.inspect.views import table_css
@@ -32,8 +33,8 @@ class Roofline(View):
 
     def __init__(self, *rooflines: RooflineData, title: str | None = None) -> None:
         if not rooflines or not all(isinstance(r, RooflineData) for r in rooflines):
-            raise TypeError("Roofline needs one or more rooflines from "
-                            "cubelab.inspect.roofline(...)")
+            raise TypeError(hinted("Roofline needs one or more rooflines",
+                                   "make them with cubelab.inspect.roofline(...)"))
         self.rooflines: list[RooflineData] = list(rooflines)
         self.title = title
         self.picked = 0
@@ -52,14 +53,16 @@ class Roofline(View):
     def add(self, roofline: RooflineData) -> None:
         """One more kernel on the chart (picked)."""
         if not isinstance(roofline, RooflineData):
-            raise TypeError("add() needs a roofline from cubelab.inspect.roofline(...)")
+            raise TypeError(hinted("add() needs a roofline",
+                                   "make one with cubelab.inspect.roofline(...)"))
         self.rooflines.append(roofline)
         self.picked = len(self.rooflines) - 1
         self.render()
 
     def pick(self, index: int) -> None:
         if not 0 <= index < len(self.rooflines):
-            raise ValueError(f"kernel {index}: this chart has {len(self.rooflines)}")
+            raise ValueError(hinted(f"kernel {index}: this chart has {len(self.rooflines)}",
+                                    f"pick 0 .. {len(self.rooflines) - 1}"))
         self.picked = index
         self.details.value = self._details_html()
 

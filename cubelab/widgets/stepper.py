@@ -15,6 +15,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from cubelab.errors import hinted
 from cubelab.inspect.highlight import to_html
 from cubelab.inspect.trace import Trace, TraceStep
 from cubelab.inspect.views import table_css
@@ -47,7 +48,8 @@ class Stepper(View):
 
     def __init__(self, trace: Trace) -> None:
         if not isinstance(trace, Trace):
-            raise TypeError("Stepper needs a trace from cubelab.inspect.trace(...)")
+            raise TypeError(hinted("Stepper needs a trace",
+                                   "make one with cubelab.inspect.trace(...)"))
         self.trace = trace
         self._ir_lines = _ir_index(trace.ir)
         self.back_button = W.Button(description="◀ back", layout=W.Layout(width="7em"))

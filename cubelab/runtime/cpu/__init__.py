@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from cubelab.errors import CubeError
+from cubelab.errors import CubeError, hinted
 from cubelab.runtime.cpu.access import Access, NonFinite, Race
 from cubelab.runtime.cpu.instruments import Instruments
 from cubelab.runtime.cpu.memory import OOB_MODES, OobAccess
@@ -59,9 +59,9 @@ def cpu_server(client: Any, what: str = "this") -> CpuServer:
     server = getattr(getattr(client, "device", None), "server", None)
     if not isinstance(server, CpuServer):
         name = client.name() if hasattr(client, "name") else type(client).__name__
-        raise CubeError(
-            f"{what} needs the CPU runtime, but the client is {name!r}; use "
-            "`Device.cpu().client()` (and create the buffers with that client)")
+        raise CubeError(hinted(
+            f"{what} needs the CPU runtime, but the client is {name!r}",
+            "use `Device.cpu().client()` (and create the buffers with that client)"))
     return server
 
 

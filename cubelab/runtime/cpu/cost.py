@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from cubelab.errors import hinted
 from cubelab.runtime.cpu.access import KINDS, AccessTable, ArrayInfo
 
 SECTOR_BYTES = 32  # what the memory system moves per request (NVIDIA's sector since Volta)
@@ -291,7 +292,8 @@ def bank_conflicts(t: AccessTable, arrays: dict[str, ArrayInfo],
 
 def check_width(width: int) -> None:
     if not isinstance(width, (int, np.integer)) or width < 1:
-        raise ValueError(f"plane_width must be a positive number of units, got {width!r}")
+        raise ValueError(hinted(f"plane_width must be a positive number of units, got "
+                                f"{width!r}", "e.g. 32 (None: the device's plane size)"))
 
 
 # -- per source line ---------------------------------------------------------------------------

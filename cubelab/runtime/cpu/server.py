@@ -37,7 +37,7 @@ import numpy as np
 
 from cubelab.compiler.base import CompiledSource
 from cubelab.compiler.info import info_layout
-from cubelab.errors import CubeError
+from cubelab.errors import CubeError, hinted
 from cubelab.ir.core import KernelDefinition
 from cubelab.ir.printer import print_kernel_mapped
 from cubelab.ir.types import Atomic, Ty
@@ -550,4 +550,5 @@ class OutOfBoundsWrite(CubeError):
 
 def _check_mode(mode: str) -> None:
     if mode not in OOB_MODES:
-        raise ValueError(f"out-of-bounds mode must be one of {OOB_MODES}, got {mode!r}")
+        raise ValueError(hinted(f"out-of-bounds mode must be one of {OOB_MODES}, got {mode!r}",
+                                f"pick one of {', '.join(OOB_MODES)}"))

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cubelab.errors import CubeError, DeviceError
+from cubelab.errors import CubeError, DeviceError, hinted
 
 _loaded: tuple[Any, Any] | None = None
 
@@ -41,25 +41,27 @@ def bindings() -> tuple[Any, Any]:
     try:
         from cuda.bindings import driver, nvrtc
     except ImportError as exc:
-        raise DeviceError(f"the CUDA runtime needs NVIDIA's Python bindings, which are not "
-                          f"installed ({exc}): {INSTALL}; or {INSTEAD}") from None
+        raise DeviceError(hinted(f"the CUDA runtime needs NVIDIA's Python bindings, which are "
+                                 f"not installed ({exc})", f"{INSTALL}; or {INSTEAD}")) from None
     try:
         (err,) = driver.cuInit(0)
     except Exception as exc:  # noqa: BLE001 - libcuda.so.1 absent: cuda-pathfinder's own error
-        raise DeviceError(f"no NVIDIA driver on this machine (libcuda.so.1 could not be loaded: "
-                          f"{type(exc).__name__}). The CUDA runtime runs only where an NVIDIA GPU "
-                          f"and its driver are installed; {INSTEAD}") from None
+        raise DeviceError(hinted(f"no NVIDIA driver on this machine (libcuda.so.1 could not be "
+                                 f"loaded: {type(exc).__name__}). The CUDA runtime runs only "
+                                 "where an NVIDIA GPU and its driver are installed", INSTEAD)
+                          ) from None
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise DeviceError(f"the NVIDIA driver did not start (cuInit: {error_name(driver, err)}); "
-                          f"is a GPU visible here (nvidia-smi)? Otherwise {INSTEAD}")
+        raise DeviceError(hinted(f"the NVIDIA driver did not start (cuInit: "
+                                 f"{error_name(driver, err)})", "check that nvidia-smi sees a "
+                                 f"GPU here; otherwise {INSTEAD}"))
     err, count = driver.cuDeviceGetCount()
     if err != driver.CUresult.CUDA_SUCCESS or count == 0:
-        raise DeviceError(f"the NVIDIA driver is installed but sees no GPU; {INSTEAD}")
+        raise DeviceError(hinted("the NVIDIA driver is installed but sees no GPU", INSTEAD))
     try:
         err, *_ = nvrtc.nvrtcVersion()
     except Exception as exc:  # noqa: BLE001 - libnvrtc absent
-        raise DeviceError(f"NVRTC (NVIDIA's run-time CUDA C++ compiler) could not be loaded "
-                          f"({type(exc).__name__}: {exc}): {INSTALL}") from None
+        raise DeviceError(hinted(f"NVRTC (NVIDIA's run-time CUDA C++ compiler) could not be "
+                                 f"loaded ({type(exc).__name__}: {exc})", INSTALL)) from None
     _loaded = (driver, nvrtc)
     return _loaded
 

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from cubelab.compiler.targets import TARGETS
-from cubelab.errors import CompileError, DeviceError
+from cubelab.errors import CompileError, DeviceError, hinted
 from cubelab.runtime import events as ev
 from cubelab.runtime.cuda.driver import CudaError, bindings, error_name, nvrtc_compile, ok
 from cubelab.runtime.handle import Handle, binding_start
@@ -145,8 +145,10 @@ class CudaServer(Server):
         super().__init__(bus, max_tasks)
         target = TARGETS.get("cuda")
         if target is None:
-            raise DeviceError("this cubelab has no CUDA C++ target (compiler/targets.TARGETS "
-                              "lacks \"cuda\"), so nothing could run on Device.cuda()")
+            raise DeviceError(hinted("this cubelab has no CUDA C++ target (compiler/targets."
+                                     "TARGETS lacks \"cuda\"), so nothing could run on "
+                                     "Device.cuda()", "install a cubelab with its CUDA target, "
+                                     "or use Device.wgpu() / Device.cpu()"))
         driver, nvrtc = bindings()
         self._d, self._nvrtc = driver, nvrtc
         self._ok_code = driver.CUresult.CUDA_SUCCESS
@@ -248,9 +250,9 @@ class CudaServer(Server):
             self._lose(err, "a kernel failed on the GPU")
 
     def _lose(self, err: Any, what: str) -> None:
-        self._lost = (f"{what} ({error_name(self._d, err)}); CUDA keeps this error for the "
-                      "rest of the process, so nothing more can run on Device.cuda(): restart "
-                      "the Python kernel")
+        self._lost = hinted(f"{what} ({error_name(self._d, err)}); CUDA keeps this error for "
+                            "the rest of the process, so nothing more can run on Device.cuda()",
+                            "restart the Python kernel")
         self._async_errors.append(DeviceError(self._lost))
 
     def take_async_errors(self) -> list[BaseException]:
@@ -288,8 +290,11 @@ class CudaServer(Server):
     def _compile_error(self, entry: PipelineEntry, log: str, line: int | None) -> CompileError:
         where = generated_line_note(entry, line, "CUDA") if line is not None else ""
         detail = "\n    ".join(s for s in log.strip().splitlines() if s.strip())
-        return CompileError(f"NVRTC refused the CUDA C++ of kernel `{entry.definition.name}` "
-                            f"({entry.entry}):{where}\n  NVRTC says:\n    {detail}")
+        return CompileError(hinted(f"NVRTC refused the CUDA C++ of kernel "
+                                   f"`{entry.definition.name}` ({entry.entry}):{where}\n  "
+                                   f"NVRTC says:\n    {detail}",
+                                   "a kernel cubelab accepted should compile: report it with "
+                                   "the source (`cubelab cuda FILE::KERNEL` prints it)"))
 
     # -- dispatch -----------------------------------------------------------------------------
     def _info_ptr(self, info: bytes) -> int:
@@ -328,18 +333,22 @@ class CudaServer(Server):
         sizes = entry.layout.param_sizes if isinstance(entry.layout, _Module) else None
         want = len(values) + 1 + guarded
         if sizes is not None and len(sizes) != want:
-            raise CompileError(
+            raise CompileError(hinted(
                 f"the CUDA C++ of kernel `{name}` ({entry.entry}) takes {len(sizes)} "
                 f"parameters; the CUDA runtime passes {want} (one pointer per buffer, the "
-                f"info block{', the loop guard word' if guarded else ''})")
+                f"info block{', the loop guard word' if guarded else ''})",
+                "this is cubelab's mistake, not your kernel's: report it with the source "
+                "(`cubelab cuda FILE::KERNEL` prints it)"))
         info_size = sizes[len(values)] if sizes is not None else 8
         if sizes is not None and not _pointer_param(entry.compiled.source, entry.entry,
                                                     len(values)):
             if len(info) > info_size:
-                raise CompileError(
+                raise CompileError(hinted(
                     f"kernel `{name}`: its info block is {len(info)} bytes at this launch, "
                     f"but the CUDA C++ takes {info_size} by value (tensor metadata does not "
-                    "fit a by-value block; the target must pass it by pointer)")
+                    "fit a by-value block; the target must pass it by pointer)",
+                    "this is cubelab's mistake, not your kernel's: report it with the source "
+                    "(`cubelab cuda FILE::KERNEL` prints it)"))
             values.append(info.ljust(info_size, b"\0"))
         else:
             values.append(self._info_ptr(info).to_bytes(8, "little"))
@@ -363,7 +372,7 @@ class CudaServer(Server):
     def dispatch(self, entry: PipelineEntry, count: CubeCount, bindings: Bindings) -> None:
         self.guard_slot = None
         if self._lost is not None:
-            raise DeviceError(self._lost)
+            raise DeviceError(self._lost)  # hint: _lost's
         guarded = entry.definition.loop_budget is not None
         if guarded and self._guard_next >= _GUARD_SLOTS:
             self.settle_guards()

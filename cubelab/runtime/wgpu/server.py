@@ -54,7 +54,7 @@ import time
 from typing import Any
 
 from cubelab.compiler.targets import TARGETS
-from cubelab.errors import CompileError, DeviceError
+from cubelab.errors import CompileError, DeviceError, hinted
 from cubelab.runtime import events as ev
 from cubelab.runtime.handle import Handle, binding_start
 from cubelab.runtime.launch_args import Bindings, CubeCount
@@ -221,10 +221,9 @@ class WgpuServer(Server):
         self._wgpu = wgpu
         adapter = request_adapter()
         if adapter is None:
-            raise DeviceError(
-                "no wgpu adapter: install a Vulkan driver (on Debian/Ubuntu: "
-                "apt-get install mesa-vulkan-drivers libvulkan1) or use Device.cpu()"
-            )
+            raise DeviceError(hinted(
+                "no wgpu adapter", "install a Vulkan driver (on Debian/Ubuntu: apt-get install "
+                "mesa-vulkan-drivers libvulkan1) or use Device.cpu()"))
         self.adapter = adapter
         limits = adapter.limits
         features = []
@@ -437,10 +436,12 @@ class WgpuServer(Server):
         where = generated_line_note(entry, int(m.group(1)), "WGSL") if m else ""
         short = message.strip().splitlines()
         detail = "\n    ".join(s for s in short if s.strip())
-        return CompileError(
+        return CompileError(hinted(
             f"wgpu refused the WGSL of kernel `{entry.definition.name}` ({entry.entry}):{where}"
-            f"\n  naga says:\n    {detail}"
-        )
+            f"\n  naga says:\n    {detail}",
+            "if naga names a rule of your kernel (a barrier under a branch that differs between "
+            "units, a value's type), fix that line; otherwise it is cubelab's mistake: report "
+            "it with the WGSL (`cubelab wgsl FILE::KERNEL` prints it)"))
 
     # -- dispatch -----------------------------------------------------------------------------
     def _group(self, entry: PipelineEntry, bindings: Bindings) -> Any:

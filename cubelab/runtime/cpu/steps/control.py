@@ -110,8 +110,8 @@ def _runaway(plan: Plan, op: Op, limit: int) -> Exception:
     where = f" (line {op.loc.line})" if op.loc else ""
     return KernelRuntimeError(
         f"kernel `{plan.definition.name}`: a loop{where} ran more than {limit} "
-        "iterations; it looks infinite (on a GPU it would hang the device). Check its bounds "
-        "and that its condition can become false.")
+        "iterations; it looks infinite (on a GPU it would hang the device)\n  hint: check its "
+        "bounds and that its condition can become false")
 
 
 @builder("scf.for")

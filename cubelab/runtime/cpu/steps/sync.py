@@ -72,6 +72,7 @@ def _b_sync(plan: Plan, op: Op, depth: int) -> Step:
             f"(they took another branch or left the loop earlier).{line}\n"
             "A barrier must be reached by every unit of the cube (uniform control flow); on a "
             "GPU this is undefined behaviour (a hang or garbage), so the CPU runtime stops "
-            "here. Move the barrier out of the `if`/loop, and guard only the work around it.")
+            "here.\n  hint: move the barrier out of the `if`/loop, and guard only the work "
+            "around it")
 
     return step
