@@ -35,6 +35,8 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from cubelab.errors import hinted
+
 __all__ = ["chapters_dir", "copy_course", "lab_command", "add_parsers", "CONFIG"]
 
 PACKAGE = Path(__file__).resolve().parent
@@ -46,9 +48,9 @@ def chapters_dir() -> Path:
     """Where this installation's chapters are (`cubelab/chapters/`)."""
     here = PACKAGE / "chapters"
     if not any(here.glob("*.ipynb")):
-        raise FileNotFoundError(
-            f"this cubelab has no chapters at {here}: reinstall it from a wheel "
-            "(pip install cubelab), or run from a git checkout")
+        raise FileNotFoundError(hinted(
+            f"this cubelab has no chapters at {here}",
+            "reinstall it from a wheel (pip install cubelab), or run from a git checkout"))
     return here
 
 
@@ -97,7 +99,7 @@ def _cmd_copy(args: argparse.Namespace, out: Any) -> None:
     try:
         copied = copy_course(args.folder)
     except FileNotFoundError as exc:
-        raise SystemExit(f"cubelab course copy: {exc}") from None
+        raise SystemExit(f"cubelab course copy: {exc}") from None  # hint: exc's
     kept = "" if copied else " (every chapter was already there: nothing overwritten)"
     print(f"cubelab: {len(copied)} file(s) copied into {args.folder}{kept}")
     print(f"next: cubelab lab {args.folder}")
@@ -106,17 +108,20 @@ def _cmd_copy(args: argparse.Namespace, out: Any) -> None:
 def _cmd_lab(args: argparse.Namespace, out: Any) -> None:
     folder: Path = args.folder.expanduser().resolve()
     if _missing("jupyterlab"):
-        raise SystemExit('cubelab lab: JupyterLab is not installed here: pip install "cubelab[lab]"')
+        raise SystemExit(hinted("cubelab lab: JupyterLab is not installed here",
+                                'pip install "cubelab[lab]"'))
     if args.teacher and _missing("nbgrader"):
-        raise SystemExit('cubelab lab --teacher: nbgrader is not installed here: '
-                         'pip install "cubelab[teach]" (or: bash scripts/lab.sh --teacher)')
+        raise SystemExit(hinted("cubelab lab --teacher: nbgrader is not installed here",
+                                'pip install "cubelab[teach]" (or: bash scripts/lab.sh '
+                                '--teacher)'))
     if folder.exists() and not folder.is_dir():
-        raise SystemExit(f"cubelab lab: {folder} is a file, not a folder")
+        raise SystemExit(hinted(f"cubelab lab: {folder} is a file, not a folder",
+                                "give a folder: an empty or new one gets the chapters"))
     if not folder.is_dir() or not any(folder.glob("*.ipynb")):
         try:
             copied = copy_course(folder)
         except FileNotFoundError as exc:
-            raise SystemExit(f"cubelab lab: {exc}") from None
+            raise SystemExit(f"cubelab lab: {exc}") from None  # hint: exc's
         print(f"cubelab: the course's chapters are now in {folder} ({len(copied)} file(s))")
     cmd, env = lab_command(folder, args.teacher, args.jupyter_args)
     sys.stdout.flush()

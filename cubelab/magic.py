@@ -320,7 +320,8 @@ class _Findings:
         from cubelab.inspect.oob_watch import OobWatch
 
         if len(rest) != 1 or rest[0] not in ("on", "off"):
-            raise UsageError("usage: %cubelab oob on|off")
+            raise UsageError(hinted("%cubelab oob takes one word",
+                                    "%cubelab oob on (or off)"))
         client = self.magics.session.client()
         if self.oob is not None:
             self.flush()

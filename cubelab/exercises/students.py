@@ -33,6 +33,8 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from cubelab.errors import hinted
+
 __all__ = ["student_id", "variant_index", "Variant", "NUMERIC", "codeword"]
 
 # The numeric exercises, in the order of their slots in the code (append only; see above).
@@ -123,8 +125,9 @@ class Variant(Mapping[str, Any]):
     def __init__(self, values: Mapping[str, Any], index: int = 0) -> None:
         if "index" in values:
             # `v.index` is the variant's own number: a parameter of that name would read as it
-            raise ValueError("a variant parameter cannot be named `index` (v.index is the "
-                             "variant's number); call it `item`, `position` ...")
+            raise ValueError(hinted("a variant parameter cannot be named `index` (v.index is "
+                                    "the variant's number)",
+                                    "call it `item`, `position` ..."))
         object.__setattr__(self, "_values", dict(values))
         object.__setattr__(self, "index", index)
 

@@ -78,19 +78,21 @@ def as_instance(k: Inspectable, *types: ScalarKind, **generics: Any) -> KernelIn
     its preview instance (`default_instance`)."""
     if isinstance(k, KernelInstance):
         if types or generics:
-            raise TypeError("this is already a Kernel instance: give the kernel itself with the "
-                            "types (inspect.wgsl(kernel, f32, ...)), or the instance alone")
+            raise TypeError(hinted("this is already a Kernel instance, and types were given too",
+                                   "give the kernel itself with the types "
+                                   "(inspect.wgsl(kernel, f32, ...)), or the instance alone"))
         return k
     if isinstance(k, CubeFunction):
         if not k.is_kernel:
-            raise TypeError(f"`{k.__name__}` is a @cube helper: it is inlined into the kernels "
-                            "that call it; inspect one of those (or mark it "
-                            "@cube(launch=True))")
+            raise TypeError(hinted(f"`{k.__name__}` is a @cube helper: it is inlined into the "
+                                   "kernels that call it",
+                                   "inspect one of those (or mark it @cube(launch=True))"))
         if not types and not generics:
             return default_instance(k)
         return instance(k, *types, **generics)
-    raise TypeError(f"cubelab.inspect needs a kernel (a @cube(launch=True) function) or an "
-                    f"instance from inspect.instance(...), not {type(k).__name__}")
+    raise TypeError(hinted(f"cubelab.inspect needs a kernel, not {type(k).__name__}",
+                           "pass a @cube(launch=True) function (with its types, if generic) or "
+                           "an instance from inspect.instance(...)"))
 
 
 @api_boundary
