@@ -165,11 +165,16 @@ class CudaServer(Server):
         self.arch = f"sm_{major}{minor}"
         version = ok(driver.cuDriverGetVersion(), "cuDriverGetVersion")
         self.driver_version = f"{version // 1000}.{version % 1000 // 10}"
-        # WebGPU's default limits, as every runtime reports them (`properties.py`): a kernel
-        # that launches on one runtime launches on the others. Planes are CUDA's warps.
+        total = ok(driver.cuDeviceTotalMem(dev), "cuDeviceTotalMem")
+        # WebGPU's default limits on cubes and units (`properties.py`), as the wgpu runtime
+        # reports them: a kernel that launches on one runtime launches on the other. Memory is
+        # the device's: a buffer may take all of it, and a launch binds up to 4 GiB - 4 of one
+        # (a kernel takes a pointer, but a length in the info block is a u32). Planes are
+        # CUDA's warps.
         self.properties = DeviceProperties(
             adapter=name, backend=f"CUDA {self.driver_version}", adapter_type="DiscreteGPU",
-            features=frozenset({"subgroup"}), memory_alignment=256)
+            features=frozenset({"subgroup"}), memory_alignment=256,
+            max_buffer_size=int(total), max_binding_size=min(int(total), 2**32 - 4))
         self.target = target
         self._streams: dict[int, Any] = {}
         self._info: dict[bytes, int] = {}
@@ -496,7 +501,7 @@ class CudaServer(Server):
         return graph
 
     # -- the loop guard -----------------------------------------------------------------------
-    def read_guard_codes(self, slots: list[int]) -> dict[int, int]:
+    def read_guard_codes(self, slots: list[int]) -> dict[int, tuple[int, ...]]:
         if not slots:
             return {}
         lo, hi = min(slots), max(slots)
@@ -507,5 +512,7 @@ class CudaServer(Server):
         ok(self._d.cuMemsetD8(at, 0, n), "cuMemsetD8 (loop guard)")
         self._guard_next = 0
         words = host.view(np.uint32)
-        return {s: int(words[s - lo]) for s in slots}
+        # one status word per slot: the guard's code (the CUDA C++ guard writes nothing else;
+        # a dynamic count is read on the host, so no count-over-limit words follow)
+        return {s: (int(words[s - lo]),) for s in slots}
 

@@ -156,6 +156,8 @@ _WARM_UP_WGSL = """
 # Seconds each start-up step took in this process (`benchmarks/startup.py` reads them): importing
 # wgpu, requesting the adapter (the driver is loaded then), creating the device.
 STARTUP: dict[str, float] = {}
+# What wgpu said when it found no adapter (the driver's own reason, for the DeviceError).
+STARTUP_ERRORS: list[str] = []
 
 
 def request_adapter() -> Any | None:
@@ -175,7 +177,9 @@ def request_adapter() -> Any | None:
     t1 = time.perf_counter()
     try:
         adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    except Exception:  # noqa: BLE001 - "no adapter" comes in several shapes
+    except Exception as exc:  # noqa: BLE001 - "no adapter" comes in several shapes
+        # kept for the DeviceError: "no adapter" alone hides a driver that failed to load
+        STARTUP_ERRORS.append(f"{type(exc).__name__}: {exc}".strip())
         return None
     STARTUP.setdefault("import wgpu", t1 - t0)
     STARTUP.setdefault("adapter", time.perf_counter() - t1)
@@ -221,9 +225,10 @@ class WgpuServer(Server):
         self._wgpu = wgpu
         adapter = request_adapter()
         if adapter is None:
+            said = f" (wgpu said: {STARTUP_ERRORS[-1]})" if STARTUP_ERRORS else ""
             raise DeviceError(hinted(
-                "no wgpu adapter", "install a Vulkan driver (on Debian/Ubuntu: apt-get install "
-                "mesa-vulkan-drivers libvulkan1) or use Device.cpu()"))
+                f"no wgpu adapter{said}", "install a Vulkan driver (on Debian/Ubuntu: apt-get "
+                "install mesa-vulkan-drivers libvulkan1) or use Device.cpu()"))
         self.adapter = adapter
         limits = adapter.limits
         features = []
