@@ -232,7 +232,13 @@ class _Emitter(InfoReads):
         # The language takes the amount mod 32 (docs/language.md; the CPU runtime does). WGSL
         # does too at run time, but naga refuses a *constant* amount >= 32 outright: spell the
         # mask out, so `x << 36` compiles and means `x << 4` everywhere.
+        # An amount the kernel gives as a constant below 32 needs no mask (a strength-reduced
+        # `x * 8` reads `x << v9`, v9 = 3u).
         a, b = op.operands
+        amount = self.constants.get(b.id)
+        if isinstance(amount, int) and not isinstance(amount, bool) and 0 <= amount < 32:
+            self.let(op, f"{a.name} {BINARY[op.name]} {b.name}")
+            return
         mask = f"{wgsl_type(b.type)}(31u)"  # a vector amount needs a vector mask
         self.let(op, f"{a.name} {BINARY[op.name]} ({b.name} & {mask})")
 

@@ -57,6 +57,8 @@ NUMERIC: tuple[str, ...] = (
     "ch13.tiled_bytes",
     "capstone_performance.naive_sectors",
     "capstone_performance.naive_flops",
+    "ch10.muls_in_ir",
+    "ch10.cache_knows_passes",
 )
 
 # Generator [I | S] of a ternary [8, 4, 4] code (found by search; the framework's tests check

@@ -338,3 +338,14 @@ class KernelDefinition:
 
     def walk(self) -> Iterator[Op]:
         return self.body.walk()
+
+    def blocks(self) -> Iterator["Block"]:
+        """Every block — the body, then its ops' regions — in program order, a block before the
+        blocks nested in it: where a
+        pass inserts, moves or removes ops (each block's `ops` is a plain list it may rebuild;
+        an op keeps its result values wherever it goes, so their uses still find them)."""
+        stack = [self.body]
+        while stack:
+            block = stack.pop()
+            yield block
+            stack.extend(reversed([r for op in block.ops for r in op.regions]))

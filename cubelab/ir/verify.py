@@ -12,7 +12,7 @@ otherwise crash on, deep in codegen, with a message about the target instead of 
   gives one type, a comparison gives bools of the operands' width, a select's condition is bool,
   a constant's value is of its type and in its range (u32: 0 … 2**32 - 1, i32: -2**31 …
   2**31 - 1: integer arithmetic wraps, so a folded sum must too), a shift keeps its left
-  operand's type and shifts by a u32 of the same width, a cast keeps the width, a load gives the
+  operand's type (i32 or u32) and shifts by a u32 of the same width, a cast keeps the width, a load gives the
   pointee, a store stores it, an `if` tests one bool, a `for` counts in one integer type, a
   plug-in op (`ir/plugins.py`) takes its arity of operands of its result's type.
 
@@ -100,7 +100,9 @@ def _check_types(op: Op) -> list[str]:
         value, amount = ops
         if value.type != res:
             say(f"%{value.name} is {value.type} where {res} (the result's type) is expected")
-        if isinstance(res, Ty) and amount.type != Ty(Elem.U32, res.width):
+        if isinstance(res, Ty) and not res.elem.is_int:
+            say(f"shifts a {res}; shifts take i32 or u32 values")
+        elif isinstance(res, Ty) and amount.type != Ty(Elem.U32, res.width):
             say(f"shifts by %{amount.name}: {amount.type}; the amount is a u32"
                 + (f" vector of width {res.width}" if res.width > 1 else ""))
     elif op.name in ("arith.cast", "arith.bitcast"):
