@@ -47,6 +47,10 @@ MUST_SHOW: dict[str, list[str]] = {
     "capstone_performance": ["right: True", "moves 8.00× the requested bytes"],
     # a pass that changes nothing proves out on every runtime; one that changes results does not
     "10_compiler_write_a_pass": ["op-census: same results", "double-the-integers: DIFFERENT"],
+    # each missing part names its call; the op proved against numpy; a new spelling clears
+    "11_compiler_lower_an_op": ["TARGETS['wgsl'].lower('student.softplus'",
+                                "cpu_step('student.softplus'", "soft4: max error",
+                                "cleared  the wgsl spelling of IR op `student.softplus` changed"],
 }
 
 

@@ -356,3 +356,54 @@ def test_the_zoos_wgsl_changes_as_chapter_10_says(student_passes):
             assert " << " in passed.sources["msl"].source, name  # every target reads the IR
             reduced += 1
     assert reduced >= 15  # nearly every zoo kernel reads ABSOLUTE_POS
+
+
+# -- chapter 11 ------------------------------------------------------------------------------------
+CH11 = solutions("11_compiler_lower_an_op")
+
+
+class LowerWithScalarConstants:
+    """Lowers `lesson.<fn>` as the solution does, but makes its 1.0 an f32 even beside a vec4:
+    it forgets to keep the types."""
+
+    name = "lower-forgets-types"
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def run(self, definition: KernelDefinition) -> KernelDefinition:
+        self._inner.run(definition)
+        for op in definition.walk():  # drop each splat: its users now meet a scalar
+            if op.name == "vector.splat":
+                op.name, op.attrs = "arith.add", {}
+                op.operands = op.operands * 2
+                op.results[0].type = op.operands[0].type
+        return definition
+
+
+def test_a_lowering_pass_that_forgets_the_vector_types_is_told_by_the_verifier(cpu_client):
+    e = ex.get("ch11.lower_by_pass")  # every variant's meaning has a constant: 1
+    good = solved_answer("ch11.lower_by_pass", CH11["ch11.lower_by_pass"], cpu_client)
+    r = e.check(LowerWithScalarConstants(good), cpu_client)
+    assert r.status == "wrong" and r.error is not None, str(r)
+    assert "where vec4<f32>" in r.details and "not well formed" in r.details, r.details
+
+
+def test_a_cpu_step_written_for_one_number_is_told_it_gets_arrays(cpu_client):
+    import math
+
+    r = ex.get("ch11.cpu_step").check(lambda x: math.exp(x), cpu_client)
+    assert r.status == "wrong" and "TypeError" in r.details, str(r)
+
+
+def test_every_lowering_check_leaves_no_op_behind(cpu_client):
+    from cubelab.ir.core import OPS
+    from cubelab.ir.plugins import PLUGIN_OPS
+
+    before = set(OPS)
+    for key in ("ch11.what_fails", "ch11.components_in_c", "ch11.cpu_step",
+                "ch11.cache_knows_ops", "ch11.lower_by_pass"):
+        e = ex.get(key)
+        e.check(solved_answer(key, CH11[key], cpu_client), cpu_client)
+        e.check(e.wrong[0], cpu_client)
+    assert set(OPS) == before and not [n for n in PLUGIN_OPS if n.startswith("check.")]

@@ -74,8 +74,8 @@ def plugin_spelling(op: Op, target: str, label: str) -> str:
         example = "{0}" if plugin.arity == 1 else ", ".join(f"{{{i}}}" for i in range(plugin.arity))
         raise CodegenError(
             f"the {label} target has no spelling of plug-in op {op.name!r}: give it one with "
-            f"TARGETS[{target!r}].lower({op.name!r}, \"...\") — a {label} expression of the "
-            f"operands {example}")
+            f"TARGETS[{target!r}].lower({op.name!r}, \"...\") — an expression in {label} of "
+            f"the operands {example}")
     return spelling
 
 

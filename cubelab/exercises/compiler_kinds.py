@@ -32,9 +32,9 @@ and a lowering check adds and removes an op: each change clears the client's pip
 from __future__ import annotations
 
 import itertools
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterator, Sequence
+from typing import Any, Callable, ClassVar, ContextManager, Iterator, Sequence
 
 import numpy as np
 
@@ -42,8 +42,8 @@ from cubelab.exercises.base import Exercise, Result
 from cubelab.exercises.kinds import unreadable
 from cubelab.runtime import events as ev
 
-__all__ = ["PassCase", "PassExercise", "LoweringExercise", "extra_passes", "run_case",
-           "definitions", "op_text"]
+__all__ = ["PassCase", "PassExercise", "LoweringExercise", "OpKernel", "extra_passes",
+           "run_case", "definitions", "op_text", "private_op", "set_parts"]
 
 Buffers = dict[str, np.ndarray]
 
@@ -57,6 +57,9 @@ class PassCase:
     inputs: Callable[[], Buffers]
     launch: Callable[[Any, Any, dict[str, Any]], None]  # (kernel, client, handles)
     trap: str = ""  # what a pass must not do here, said when it does
+    # what the buffers must hold, from the inputs (numpy); None: what the kernel computes
+    # without the pass (a CPU run) — a kernel that cannot run without the pass needs a spec
+    spec: Callable[[Buffers], Buffers] | None = None
 
 
 @contextmanager
@@ -116,7 +119,8 @@ def _plain_line(line: str) -> str:
     return line.split("  # noqa", 1)[0].strip()
 
 
-def _mismatches(got: Buffers, want: Buffers, rtol: float, atol: float) -> list[str]:
+def _mismatches(got: Buffers, want: Buffers, rtol: float, atol: float,
+                against: str = "without your pass") -> list[str]:
     lines = []
     for name, expected in want.items():
         have = got[name]
@@ -125,7 +129,7 @@ def _mismatches(got: Buffers, want: Buffers, rtol: float, atol: float) -> list[s
         else:
             ok = have == expected
         for i in np.flatnonzero(~ok)[:4]:
-            lines.append(f"{name}[{i}] = {have[i].item()!r}; without your pass "
+            lines.append(f"{name}[{i}] = {have[i].item()!r}; {against}: "
                          f"{expected[i].item()!r}")
     return lines
 
@@ -160,13 +164,19 @@ class PassExercise(Exercise):
 
     cases: Sequence[PassCase] = ()
     expect: Callable[[Any, Any], "str | None"] = lambda before, after: None
+    # what the hidden kernels need while they run (a plug-in op declared, ...): a context
+    scene: Callable[[], ContextManager[Any]] = nullcontext
     rtol: float = 1e-6
     atol: float = 1e-6
     takes_text: ClassVar[bool] = False
     _baselines: dict[str, Buffers] = field(default_factory=dict, repr=False, compare=False)
 
     def baseline(self, case: PassCase) -> Buffers:
-        """What the kernel computes without any extra pass (a CPU run, kept)."""
+        """What the kernel must leave: its spec, else what it computes without any extra pass
+        (a CPU run, kept)."""
+        if case.spec is not None:
+            host = case.inputs()
+            return {**host, **case.spec({n: a.copy() for n, a in host.items()})}
         if case.name not in self._baselines:
             cpu = _cpu_client()
             with extra_passes(cpu, ()):
@@ -174,7 +184,8 @@ class PassExercise(Exercise):
         return self._baselines[case.name]
 
     def _truth(self, client: Any) -> list[Buffers]:
-        return [self.baseline(c) for c in self.cases]
+        with self.scene():
+            return [self.baseline(c) for c in self.cases]
 
     def _check(self, answer: Any, client: Any) -> Result:
         from cubelab.compiler import Pass
@@ -185,6 +196,10 @@ class PassExercise(Exercise):
         if not isinstance(answer, Pass):
             return unreadable(answer, "answer with your pass: an object with a `name` and a "
                               f"`run(definition)` method (`answer = MyPass()`), not {answer!r}")
+        with self.scene():
+            return self._check_cases(answer, client)
+
+    def _check_cases(self, answer: Any, client: Any) -> Result:
         cpu = _cpu_client()
         runtimes = [client] if client is cpu else [client, cpu]
         for case in self.cases:
@@ -197,7 +212,8 @@ class PassExercise(Exercise):
                 except Exception as exc:  # noqa: BLE001 - the student's pass failing is an answer
                     return _failure(answer, exc, f"on the hidden kernel `{case.name}`, your pass "
                                     "made the compile fail")
-                bad = _mismatches(got, want, self.rtol, self.atol)
+                bad = _mismatches(got, want, self.rtol, self.atol,
+                                  "the kernel's spec" if case.spec else "without your pass")
                 if bad:
                     return self._wrong(
                         answer, f"on the hidden kernel `{case.name}` ({c.name()}), your pass "
@@ -218,100 +234,127 @@ class PassExercise(Exercise):
 _PRIVATE = itertools.count()
 
 
+@contextmanager
+def private_op(stem: str, meaning: str, arity: int = 1,
+               parts: dict[str, Any] | None = None) -> Iterator[str]:
+    """A plug-in op of its own for one check (`check.<stem>_<n>`: never a name a student uses),
+    with `parts` — a spelling per target name, "cpu": a numpy step — removed however the block
+    ends. A part the op does not take raises ValueError from inside the block."""
+    from cubelab.ir.plugins import PLUGIN_OPS, add_op, remove_op
+
+    name = f"check.{stem}_{next(_PRIVATE)}"
+    add_op(name, meaning, arity=arity)
+    try:
+        set_parts(name, parts or {})
+        yield name
+    finally:
+        if name in PLUGIN_OPS:
+            remove_op(name)
+
+
+def set_parts(name: str, parts: dict[str, Any]) -> None:
+    """Give plug-in op `name` each part: a target's spelling by its name, "cpu": its step."""
+    from cubelab.compiler import TARGETS
+    from cubelab.runtime.cpu import cpu_step
+
+    for target, part in parts.items():
+        if target == "cpu":
+            cpu_step(name, part)
+        else:
+            TARGETS[target].lower(name, part)
+
+
+@dataclass
+class OpKernel:
+    """A hidden kernel that calls the op: `bind(op_function)` makes the kernel call it (the
+    kernels read a module global when they expand), `run(kernel, client, x) -> out` launches it
+    on the operand rows `x` and returns what it wrote, `reference(x)` is what the meaning gives
+    (numpy, float64)."""
+
+    name: str
+    kernel: Any
+    run: Callable[[Any, Any, np.ndarray], np.ndarray]
+    reference: Callable[[np.ndarray], np.ndarray]
+    size: int = 32  # the operand scalars one launch covers
+
+
 @dataclass
 class LoweringExercise(Exercise):
-    """"Give the op its <part>": `part` is a target's name ("wgsl", "msl", "cuda") — the answer
-    is a spelling, a format string of the operands — or "cpu" — the answer is a numpy function
-    of the operands' rows. The check declares a private op with `meaning` and `arity`, sets the
-    student's part and `reference` parts (a spelling per other target, "cpu": a function),
-    defines each of `kernels(op_function)` (hidden kernels that call the op) and launches it
-    through `launch(kernel, client, x) -> out`, on the runtime that runs `part` (a wgpu client
-    for "wgsl": the student's when it is one, else one of this machine), comparing with
-    `numpy(x)` (float64, then f32). The op is removed however the check ends."""
+    """"Give the op its <part>": `part` is "wgsl" — the answer is a WGSL spelling, a format
+    string of the operands — or "cpu" — the answer is a numpy function of the operands' rows.
+    The check declares a private op with `meaning` and `arity`, gives it the student's part
+    (and `reference` parts, if the kernels need more), binds the hidden kernels to it and runs
+    each on `inputs` on the runtime that runs the part — the CPU runtime for "cpu"; for "wgsl"
+    the student's client when it runs WGSL, else this machine's WebGPU adapter — and compares
+    with the meaning's values."""
 
     part: str = "wgsl"
     meaning: str = ""
     arity: int = 1
     reference: dict[str, Any] = field(default_factory=dict)
-    numpy: Callable[..., np.ndarray] = lambda x: x
-    kernels: Callable[[Any], Sequence[tuple[str, Any]]] = lambda op: ()
-    launch: Callable[[Any, Any, np.ndarray], np.ndarray] = lambda k, c, x: x
-    inputs: Sequence[np.ndarray] = ()
+    kernels: Sequence[OpKernel] = ()
+    bind: Callable[[Any], None] = lambda fn: None
+    inputs: Callable[[int], Sequence[np.ndarray]] = lambda n: ()  # operand rows of n scalars
     rtol: float = 2e-5
     atol: float = 1e-6
     takes_text: ClassVar[bool] = False
 
-    def _runtime(self, client: Any) -> Any:
+    def runtime(self, client: Any) -> Any:
         """The client whose runtime executes `part`."""
         from cubelab.runtime.device import Device
 
         if self.part == "cpu":
             return client if client.name().startswith("cpu") else _cpu_client()
-        if self.part == "wgsl":
-            return client if client.name().startswith("wgpu") else Device.wgpu().client()
-        raise ValueError(f"{self.key}: nothing here runs the {self.part!r} target")
+        return client if client.name().startswith("wgpu") else Device.wgpu().client()
 
     def _truth(self, client: Any) -> Any:
-        return self.reference.get(self.part)
+        return [k.reference(x) for k in self.kernels for x in self.inputs(k.size)]
 
     def _check(self, answer: Any, client: Any) -> Result:
-        from cubelab.compiler import TARGETS
         from cubelab.errors import DeviceError
-        from cubelab.ir.plugins import PLUGIN_OPS, add_op, remove_op
         from cubelab.prelude import intrinsic
-        from cubelab.runtime.cpu import cpu_step
 
-        if self.part == "cpu":
-            if not callable(answer):
-                return unreadable(answer, "answer with a function of numpy arrays, e.g. "
-                                  f"`answer = lambda x: np.exp(x)`, not {answer!r}")
-        elif not isinstance(answer, str):
+        if self.part == "cpu" and not callable(answer):
+            return unreadable(answer, "answer with a function of numpy arrays, e.g. "
+                              f"`answer = lambda x: np.exp(x)`, not {answer!r}")
+        if self.part != "cpu" and not isinstance(answer, str):
             return unreadable(answer, "answer with the spelling as a string, the operands as "
                               f"{{0}}, {{1}}, ...: e.g. `answer = \"exp({{0}})\"`, not {answer!r}")
         try:
-            runtime = self._runtime(client)
+            runtime = self.runtime(client)
         except DeviceError as exc:
-            return Result("wrong", f"this check runs your {self.part.upper()} for real and needs "
-                          f"a WebGPU adapter (lavapipe will do), which this machine lacks: "
-                          f"{exc}", answer=answer, unreadable=True)
-        name = f"check.{self.key.replace('.', '_')}_{next(_PRIVATE)}"
-        add_op(name, self.meaning, arity=self.arity)
-        try:
-            parts = {**self.reference, self.part: answer}
+            return Result("wrong", f"this check runs your {self.part.upper()} for real and needs a "
+                          f"WebGPU adapter (lavapipe will do), which this machine lacks: {exc}",
+                          answer=answer, unreadable=True)
+        with private_op(self.key.split(".")[-1], self.meaning, self.arity) as name:
             try:
-                for target, spelling in parts.items():
-                    if target == "cpu":
-                        cpu_step(name, spelling)
-                    else:
-                        TARGETS[target].lower(name, spelling)
+                set_parts(name, {**self.reference, self.part: answer})
             except ValueError as exc:
                 return self._wrong(answer, f"the op does not take this {self.part}: {exc}")
-            fn = intrinsic(name)
-            for label, kernel in self.kernels(fn):
-                for x in self.inputs:
-                    try:
-                        got = self.launch(kernel, runtime, x)
-                    except Exception as exc:  # noqa: BLE001 - the answer failing is an answer
-                        return _failure(answer, exc, f"on the hidden kernel `{label}` "
-                                        f"({runtime.name()}), the launch failed")
-                    want = np.asarray(self.numpy(*self._args(x)), dtype=np.float64)
-                    ok = np.isclose(got, want.astype(np.float32), rtol=self.rtol, atol=self.atol,
-                                    equal_nan=True)
-                    if not ok.all():
-                        i = int(np.flatnonzero(~ok)[0])
-                        operands = ", ".join(f"{a.reshape(-1)[i]!r}" for a in self._args(x))
-                        return self._wrong(
-                            answer, f"on the hidden kernel `{label}` ({runtime.name()}), the op "
-                            "does not compute its meaning.",
-                            details=f"at item {i}, for the operand(s) {operands}: "
-                            f"{got.reshape(-1)[i]!r}, where the meaning gives "
-                            f"{np.float32(want.reshape(-1)[i])!r}")
-            return self._right(answer, f"the op computes its meaning on {runtime.name()} in "
-                               f"every hidden kernel.")
-        finally:
-            if name in PLUGIN_OPS:
-                remove_op(name)
+            self.bind(intrinsic(name))
+            try:
+                return self._run(answer, runtime)
+            finally:
+                self.bind(None)
 
-    def _args(self, x: np.ndarray) -> list[np.ndarray]:
-        """The operands of the op for input `x` (a (arity, n) array when arity > 1)."""
-        return [x] if self.arity == 1 else [x[i] for i in range(self.arity)]
+    def _run(self, answer: Any, runtime: Any) -> Result:
+        for k in self.kernels:
+            for x in self.inputs(k.size):
+                try:
+                    got = np.asarray(k.run(k.kernel, runtime, x))
+                except Exception as exc:  # noqa: BLE001 - the answer failing is an answer
+                    return _failure(answer, exc, f"on the hidden kernel `{k.name}` "
+                                    f"({runtime.name()}), the launch failed")
+                want = np.asarray(k.reference(x), dtype=np.float64).astype(np.float32)
+                ok = np.isclose(got, want, rtol=self.rtol, atol=self.atol, equal_nan=True)
+                if not ok.all():
+                    i = int(np.flatnonzero(~ok.reshape(-1))[0])
+                    operand = np.asarray(x, dtype=np.float32).reshape(-1)[i]
+                    return self._wrong(
+                        answer, f"on the hidden kernel `{k.name}` ({runtime.name()}), the op does "
+                        "not compute its meaning.",
+                        details=f"at item {i} (x = {float(operand):.7g}) the kernel wrote "
+                        f"{float(got.reshape(-1)[i]):.7g}; the meaning gives "
+                        f"{float(want.reshape(-1)[i]):.7g}\n" + _kernel_source(k.kernel))
+        return self._right(answer, f"the op computes its meaning on {runtime.name()} in every "
+                           "hidden kernel.")

@@ -59,6 +59,8 @@ NUMERIC: tuple[str, ...] = (
     "capstone_performance.naive_flops",
     "ch10.muls_in_ir",
     "ch10.cache_knows_passes",
+    "ch11.components_in_c",
+    "ch11.cache_knows_ops",
 )
 
 # Generator [I | S] of a ternary [8, 4, 4] code (found by search; the framework's tests check

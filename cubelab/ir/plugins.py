@@ -82,8 +82,8 @@ class PluginOp:
     cpu: Callable[..., Any] | None = None
 
     def digest(self) -> str:
-        """8 hex digits of everything this op is: meaning, shape, every spelling, the CPU
-        step's source (or bytecode, where its source cannot be read back)."""
+        """8 hex digits of everything this op is: meaning, shape, every spelling, what the CPU
+        step computes (`_source_of`)."""
         parts = [self.name, self.meaning, str(self.arity), str(self.pure),
                  repr(sorted(self.lowerings.items())), _source_of(self.cpu)]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:8]
@@ -94,13 +94,22 @@ _subscribers: list[Callable[[], Callable[[str], None] | None]] = []
 
 
 def _source_of(fn: Callable[..., Any] | None) -> str:
+    """What a CPU step computes, as text: its bytecode, constants and names (nested functions
+    too), the values it closes over and its defaults. Not its source: a lambda's source is the
+    whole line it sits on, so the same step written in two cells would read as two steps, and a
+    comment on the line would change it. Stable across processes (no addresses)."""
     if fn is None:
         return ""
-    try:
-        return inspect.getsource(fn)
-    except (OSError, TypeError):
-        code = getattr(fn, "__code__", None)
-        return repr(code.co_code) + repr(code.co_consts) if code is not None else repr(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:  # a numpy ufunc, a builtin: its name says what it is
+        return f"{type(fn).__module__}.{getattr(fn, '__qualname__', repr(fn))}"
+    cells = [c.cell_contents for c in (getattr(fn, "__closure__", None) or ())]
+    return _code_text(code) + repr(cells) + repr(getattr(fn, "__defaults__", None))
+
+
+def _code_text(code: Any) -> str:
+    consts = [_code_text(c) if inspect.iscode(c) else repr(c) for c in code.co_consts]
+    return f"{code.co_code.hex()}|{consts}|{code.co_names}"
 
 
 def plugin_op(name: str) -> PluginOp | None:
