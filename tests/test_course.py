@@ -345,3 +345,24 @@ def test_the_performance_capstone_round_trips_through_nbgrader(tmp_path: Path) -
         solved = gb.find_submission(name, "solver")
         assert {g.name: g.score for g in solved.notebooks[0].grades} and \
             (solved.score, solved.max_score) == (5, 5)
+
+
+def test_the_compiler_capstones_source_assignment_grades_its_solutions_full_marks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The capstone as nbgrader's source notebook (template, then the solution region, then the
+    locked graded checks), run as a grader runs it — the CPU runtime, `CUBELAB_GRADING=1`: every
+    graded cell passes. (The round trip through nbgrader itself is the fixture's, above.)"""
+    nbformat = pytest.importorskip("nbformat")
+    from nbclient import NotebookClient
+
+    (built,) = build(ROOT / "notebooks", tmp_path, only=["capstone_compiler"])
+    monkeypatch.setenv("CUBELAB_GRADING", "1")
+    monkeypatch.setenv("CUBELAB_DEVICE", "cpu")
+    nb = nbformat.read(built.path, as_version=4)
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT / "notebooks")}}).execute()
+    graded = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    assert len(graded) == len(built.exercises) == 4
+    for cell in graded:
+        shown = "".join(o.get("text", "") for o in cell.outputs)
+        assert ": correct — " in shown, shown

@@ -349,11 +349,12 @@ class LoweringExercise(Exercise):
                 ok = np.isclose(got, want, rtol=self.rtol, atol=self.atol, equal_nan=True)
                 if not ok.all():
                     i = int(np.flatnonzero(~ok.reshape(-1))[0])
-                    operand = np.asarray(x, dtype=np.float32).reshape(-1)[i]
+                    rows = np.asarray(x, dtype=np.float32).reshape(self.arity, -1)[:, i]
+                    operand = ", ".join(f"{float(r):.7g}" for r in rows)
                     return self._wrong(
                         answer, f"on the hidden kernel `{k.name}` ({runtime.name()}), the op does "
                         "not compute its meaning.",
-                        details=f"at item {i} (x = {float(operand):.7g}) the kernel wrote "
+                        details=f"at item {i} (operands {operand}) the kernel wrote "
                         f"{float(got.reshape(-1)[i]):.7g}; the meaning gives "
                         f"{float(want.reshape(-1)[i]):.7g}\n" + _kernel_source(k.kernel))
         return self._right(answer, f"the op computes its meaning on {runtime.name()} in every "

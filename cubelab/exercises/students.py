@@ -61,6 +61,8 @@ NUMERIC: tuple[str, ...] = (
     "ch10.cache_knows_passes",
     "ch11.components_in_c",
     "ch11.cache_knows_ops",
+    "capstone_compiler.sites",
+    "capstone_compiler.compiles",
 )
 
 # Generator [I | S] of a ternary [8, 4, 4] code (found by search; the framework's tests check
