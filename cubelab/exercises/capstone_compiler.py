@@ -19,7 +19,8 @@ import numpy as np
 
 from cubelab.exercises import register, variants
 from cubelab.exercises.base import Misconception
-from cubelab.exercises.compiler_kinds import PassCase, PassExercise, op_text, private_op
+from cubelab.exercises.compiler_kinds import (PassCase, PassExercise, TemplatePass, op_text,
+                                              private_op)
 from cubelab.exercises.kinds import CountExercise, KernelExercise, ValueExercise
 from cubelab.ir.core import KernelDefinition, Op
 from cubelab.prelude import *  # noqa: F403
@@ -120,7 +121,7 @@ def softmax(v: Any) -> KernelExercise:
         cases=((8, 16), (v.rows, v.cols)), rtol=1e-5, atol=1e-6)
 
 
-# -- 2. where a fusion pass can fuse ---------------------------------------------------------------
+# -- 2. where a fusion pass can fuse --------------------------------------------------------------
 
 def fusable_sites(definition: KernelDefinition) -> list[Op]:
     """The `arith.mul` ops of `definition` with an operand that a `math.unary` exp defines and
@@ -196,7 +197,7 @@ def sites(v: Any) -> ValueExercise:
         "products (fusing one would still need `e` for the other).")
 
 
-# -- 3. the fusion pass ------------------------------------------------------------------------------
+# -- 3. the fusion pass ---------------------------------------------------------------------------
 
 N = 32
 ONE, DIM = CubeCount.Static(1), CubeDim.new_1d(N)  # noqa: F405
@@ -280,19 +281,6 @@ def _fused_op_scene() -> Iterator[None]:
             remove_op(FUSED)
 
 
-class FuseTemplate:
-    """The answer cell's template: finds the products and fuses none."""
-
-    name = "fuse-exp-scale"
-
-    def run(self, definition: KernelDefinition) -> KernelDefinition:
-        for block in definition.blocks():
-            for op in block.ops:
-                if op.name == "arith.mul":
-                    pass
-        return definition
-
-
 FUSE = PassExercise(
     "capstone_compiler.fuse", "The fusion pass",
     f"Write a pass that turns each `arith.mul` whose operand is an exponential (`math.unary` "
@@ -304,7 +292,7 @@ FUSE = PassExercise(
     "product's type. Count uses over the whole kernel first: an exponential with a second use "
     "stays (the product may still fuse, from its operand). The fused op takes over the "
     "product's result value, so every use of the product finds it.",
-    (FuseTemplate(),),
+    (TemplatePass("fuse-exp-scale"),),
     nudge="Two walks: one to find the exponentials and count uses, one over the blocks to "
     "rewrite products and drop the exponentials they absorbed.",
     worked="A worked step on another fusion, a multiply-add: `%v7 = arith.mul %v3, %v4` used "
@@ -314,7 +302,7 @@ FUSE = PassExercise(
 )
 
 
-# -- 4. the cache, at the end of the project ---------------------------------------------------------
+# -- 4. the cache, at the end of the project ------------------------------------------------------
 
 _CACHE_STEPS: dict[str, list[str]] = {
     "a": ["launch", "pass", "launch", "launch", "same pass", "launch"],
@@ -379,8 +367,9 @@ def compiles(v: Any) -> CountExercise:
         "`exp({0}) * {1}` in WGSL: the program below launches `rows_scaled` (one KernelId), "
         "turns the fusion pass on and off, and respells the fused op. How many compiles?",
         "The cache's key is the KernelId and the options (`options_key`: the passes by identity, "
-        "every plug-in op by digest). A change of either — another pass list, another spelling — "
-        "empties the cache; the same passes or the same spelling again change nothing.",
+        "every plug-in op by digest). A change of either — another pass list, another "
+        "spelling — empties the cache; the same passes or the same spelling again change "
+        "nothing.",
         (1, launches),
         nudge="Mark the lines that change the passes or an op; count the launches right after a "
         "mark, plus the first.",

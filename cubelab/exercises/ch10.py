@@ -20,7 +20,7 @@ import numpy as np
 
 from cubelab.exercises import register, variants
 from cubelab.exercises.base import Misconception
-from cubelab.exercises.compiler_kinds import PassCase, PassExercise, op_text
+from cubelab.exercises.compiler_kinds import PassCase, PassExercise, TemplatePass, op_text
 from cubelab.exercises.kinds import CountExercise, ValueExercise
 from cubelab.ir.analysis import is_pure
 from cubelab.ir.core import KernelDefinition
@@ -188,17 +188,6 @@ def nothing_left_to_fold(before: KernelDefinition, after: KernelDefinition) -> s
     return None
 
 
-class ConstantFoldTemplate:
-    """The answer cell's template: walks the ops and changes nothing."""
-
-    name = "constant-fold"
-
-    def run(self, definition: KernelDefinition) -> KernelDefinition:
-        for op in definition.walk():
-            pass
-        return definition
-
-
 CONSTANT_FOLD = PassExercise(
     "ch10.constant_fold", "Write a constant-folding pass",
     "Write a pass that replaces every `arith.add`, `arith.sub` and `arith.mul` whose operands "
@@ -209,7 +198,7 @@ CONSTANT_FOLD = PassExercise(
     "two's complement), an f32 result is rounded to f32 after each op (`np.float32(a) + "
     "np.float32(b)`). Only `arith.constant` results are constants: a load, a scalar "
     "argument or a builtin is a runtime value.",
-    (ConstantFoldTemplate(),),
+    (TemplatePass("constant-fold"),),
     nudge="Walk the ops in program order (`definition.walk()`), remember the value of each "
     "`arith.constant` by its result's id, and rewrite a foldable op in place into a constant: "
     "its result keeps its id, so every use still finds it.",
@@ -335,19 +324,6 @@ def no_u32_power_of_two_products(before: KernelDefinition,
     return None
 
 
-class StrengthReduceTemplate:
-    """The answer cell's template: looks at every multiplication and changes nothing."""
-
-    name = "strength-reduce"
-
-    def run(self, definition: KernelDefinition) -> KernelDefinition:
-        for block in definition.blocks():
-            for op in block.ops:
-                if op.name == "arith.mul":
-                    pass
-        return definition
-
-
 STRENGTH_REDUCE = PassExercise(
     "ch10.strength_reduce", "Write a strength-reduction pass",
     "Write a pass that turns every `arith.mul` of a u32 by a constant power of two, 2**k with "
@@ -358,7 +334,7 @@ STRENGTH_REDUCE = PassExercise(
     "amount is an operand: a new `arith.constant` of type u32, which needs a fresh value id "
     "(above `cubelab.ir.analysis.max_value_id(definition)`) and a place in the block before the "
     "shift. Only an exact power of two qualifies, and only integers shift.",
-    (StrengthReduceTemplate(),),
+    (TemplatePass("strength-reduce"),),
     nudge="Work block by block (`definition.blocks()`): build each block's new op list, "
     "putting a new constant op right before the op that uses it.",
     worked="A worked step on another rewrite: to turn `%v7 = arith.div %v5, %v6 : u32` (with "
@@ -443,19 +419,6 @@ def no_dead_pure_ops(before: KernelDefinition, after: KernelDefinition) -> str |
     return None
 
 
-class DeadCodeTemplate:
-    """The answer cell's template: counts each value's uses and removes nothing."""
-
-    name = "dead-code"
-
-    def run(self, definition: KernelDefinition) -> KernelDefinition:
-        uses: dict[int, int] = {}
-        for op in definition.walk():
-            for v in op.operands:
-                uses[v.id] = uses.get(v.id, 0) + 1
-        return definition
-
-
 DEAD_CODE = PassExercise(
     "ch10.dead_code", "Write a dead-code-elimination pass",
     "Write a pass that removes every op that is pure (`cubelab.ir.analysis.is_pure(op)`) and "
@@ -466,7 +429,7 @@ DEAD_CODE = PassExercise(
     "is the point (an atomic add, whose returned old value is often ignored) is never dead. "
     "Count the uses of each value id over the whole kernel — nested regions included — remove, "
     "and count again until nothing changes.",
-    (DeadCodeTemplate(),),
+    (TemplatePass("dead-code"),),
     nudge="Count uses with `definition.walk()`; remove with `definition.blocks()`, rebuilding "
     "each block's `ops` list without the dead ones.",
     worked="A worked step on another kernel: in `%v3 = arith.constant 2.0; %v4 = arith.mul "
@@ -530,19 +493,6 @@ def nothing_invariant_in_loops(before: KernelDefinition, after: KernelDefinition
     return None
 
 
-class HoistTemplate:
-    """The answer cell's template: finds every `scf.for` and moves nothing."""
-
-    name = "hoist-invariants"
-
-    def run(self, definition: KernelDefinition) -> KernelDefinition:
-        for block in definition.blocks():
-            for op in block.ops:
-                if op.name == "scf.for":
-                    pass
-        return definition
-
-
 HOIST = PassExercise(
     "ch10.hoist_invariants", "Write a loop-invariant hoisting pass",
     "Write a pass that moves each pure op out of an `scf.for` body — to just before the loop — "
@@ -553,7 +503,7 @@ HOIST = PassExercise(
     "from outside the body (not the loop's counter, not an op of the body). Only pure ops may "
     "move: a load's address may be invariant while the value behind it is stored to in the "
     "loop. Move ops in body order, so an op whose operands were just moved can follow them.",
-    (HoistTemplate(),),
+    (TemplatePass("hoist-invariants"),),
     nudge="For each `scf.for` (`loop.regions[0]` is its body, `body.args[0]` the counter), "
     "collect the ids defined in the body; walk `body.ops` in order and split it in two lists.",
     worked="A worked step on another loop: in `for j in range(n): acc += x[j] * t + u` with t, u "

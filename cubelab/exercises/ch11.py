@@ -21,7 +21,8 @@ import numpy as np
 from cubelab.exercises import register, variants
 from cubelab.exercises.base import Misconception
 from cubelab.exercises.compiler_kinds import (LoweringExercise, OpKernel, PassCase,
-                                              PassExercise, op_text, private_op, set_parts)
+                                              PassExercise, TemplatePass, op_text, private_op,
+                                              set_parts)
 from cubelab.exercises.kinds import CallsExercise, CountExercise, ValueExercise
 from cubelab.ir.core import KernelDefinition
 from cubelab.prelude import *  # noqa: F403
@@ -147,7 +148,8 @@ def _parts_code(v: Any) -> str:
         lines.append(f'cpu_step("student.softplus", lambda x: ...)' if p == "cpu" else
                      f'TARGETS["{p}"].lower("student.softplus", "...")')
     lines += ['softplus = intrinsic("student.softplus")', "",
-              "inspect.ir(k)                      # ir", "inspect.wgsl(k)                    # wgsl",
+              "inspect.ir(k)                      # ir",
+              "inspect.wgsl(k)                    # wgsl",
               "inspect.msl(k)                     # msl",
               'inspect.source_of(k, "cuda")       # cuda',
               "op_scalar.launch(cpu_client, ...); cpu_client.read_one(out)   # cpu"]
@@ -181,7 +183,7 @@ def what_fails(v: Any) -> CallsExercise:
         "part; the IR needs only the declaration.")
 
 
-# -- 11.2 the WGSL spelling, 11.4 the CPU step -------------------------------------------------------
+# -- 11.2 the WGSL spelling, 11.4 the CPU step ----------------------------------------------------
 
 def _lowering(key: str, part: str, fn: str, title: str, question: str, hint: str,
               wrong: tuple[Any, ...], **tiers: Any) -> LoweringExercise:
@@ -231,7 +233,7 @@ def cpu_step_exercise(v: Any) -> LoweringExercise:
         "`math` takes one number.")
 
 
-# -- 11.3 per component in the C family --------------------------------------------------------------
+# -- 11.3 per component in the C family -----------------------------------------------------------
 
 @cube(launch=True)  # noqa: F405
 def vec2_once(x: Slice[Vector[f32, 2]], out: SliceMut[Vector[f32, 2]]):  # noqa: F405
@@ -247,18 +249,11 @@ def vec4_twice(x: Slice[Vector[f32, 4]], out: SliceMut[Vector[f32, 4]]):  # noqa
         out[i] = _OP(x[i]) + _OP(x[i] * 2.0)
 
 
-@cube(launch=True)  # noqa: F405
-def vec4_once(x: Slice[Vector[f32, 4]], out: SliceMut[Vector[f32, 4]]):  # noqa: F405
-    i = ABSOLUTE_POS  # noqa: F405
-    if i < x.len():
-        out[i] = _OP(x[i])
-
-
 _COMPONENT_KERNELS = {
     "vec2_once": (vec2_once, "out[i] = softplus(x[i])          # x: Slice[Vector[f32, 2]]", 1),
     "vec4_twice": (vec4_twice, "out[i] = softplus(x[i]) + softplus(x[i] * 2.0)   "
                    "# x: Slice[Vector[f32, 4]]", 2),
-    "vec4_once": (vec4_once, "out[i] = softplus(x[i])          # x: Slice[Vector[f32, 4]]", 1),
+    "vec4_once": (op_vec4, "out[i] = softplus(x[i])          # x: Slice[Vector[f32, 4]]", 1),
 }
 
 
@@ -300,7 +295,7 @@ def components_in_c(v: Any) -> ValueExercise:
         "`float_N` structs, so the emitter applies the spelling to each component.")
 
 
-# -- 11.5 the cache forgets an op that changed -------------------------------------------------------
+# -- 11.5 the cache forgets an op that changed ----------------------------------------------------
 
 def _cpu_a(x: Any) -> Any:
     return np.log(np.float32(1) + np.exp(x))
@@ -389,7 +384,7 @@ def cache_knows_ops(v: Any) -> CountExercise:
         "forgets all).")
 
 
-# -- 11.6 lower an op by a pass -----------------------------------------------------------------------
+# -- 11.6 lower an op by a pass -------------------------------------------------------------------
 
 _LESSON: Any = None
 
@@ -463,19 +458,6 @@ def _lowered(fn: str) -> Callable[[KernelDefinition, KernelDefinition], str | No
     return expect
 
 
-class LowerTemplate:
-    """The answer cell's template: finds the op and leaves it."""
-
-    name = "lower-lesson-op"
-
-    def run(self, definition: KernelDefinition) -> KernelDefinition:
-        for block in definition.blocks():
-            for op in block.ops:
-                if op.name.startswith("lesson."):
-                    pass
-        return definition
-
-
 @variants("ch11.lower_by_pass", [dict(fn=f) for f in VARIANT_FUNCTIONS])
 def lower_by_pass(v: Any) -> PassExercise:
     f = FUNCTIONS[v.fn]
@@ -485,14 +467,14 @@ def lower_by_pass(v: Any) -> PassExercise:
         f"The op `lesson.{v.fn}` — {f['meaning']} — is declared, but no target has a spelling "
         "for it and the CPU runtime no step. Write a pass that replaces each `lesson."
         f"{v.fn}` op by cubelab's own ops (`math.unary` with its `fn`: `exp`, `abs`, ...; "
-        "`arith.*`; constants), so every target can compile the kernel. Hidden kernels call it on f32 and "
-        "on Vector[f32, 4], inside a branch, and on its own result; the results must match the "
-        "meaning on your runtime and the CPU runtime, and no `lesson` op may be left.",
+        "`arith.*`; constants), so every target can compile the kernel. Hidden kernels call it on "
+        "f32 and on Vector[f32, 4], inside a branch, and on its own result; the results must "
+        "match the meaning on your runtime and the CPU runtime, and no `lesson` op may be left.",
         "Each new op needs a fresh result value (ids above `max_value_id(definition)`), of the "
         "operand's type — a vector stays a vector: a constant is always a scalar (OPS), so a "
         "constant used with a Vector[f32, 4] is splatted first (`vector.splat`). The last op you "
         "add takes over the op's own result value, so every use of it still finds it.",
-        (LowerTemplate(),),
+        (TemplatePass("lower-lesson-op"),),
         nudge="Work block by block; where the op was, put the ops that compute its meaning.",
         worked="A worked step on another op, `lesson.cube(x) = x * x * x` on a vec4 `%v5`: "
         "`%v40 = arith.mul %v5, %v5 : vec4<f32>`, then the op's own result "

@@ -42,7 +42,8 @@ from cubelab.exercises.base import Exercise, Result
 from cubelab.exercises.kinds import unreadable
 from cubelab.runtime import events as ev
 
-__all__ = ["PassCase", "PassExercise", "LoweringExercise", "OpKernel", "extra_passes",
+__all__ = ["PassCase", "PassExercise", "LoweringExercise", "OpKernel", "TemplatePass",
+           "extra_passes",
            "run_case", "definitions", "op_text", "private_op", "set_parts"]
 
 Buffers = dict[str, np.ndarray]
@@ -229,6 +230,17 @@ class PassExercise(Exercise):
         names = " and ".join(c.name() for c in runtimes)
         return self._right(answer, f"your pass keeps the results of all {len(self.cases)} "
                            f"hidden kernels on {names} and makes the change in each.")
+
+
+@dataclass
+class TemplatePass:
+    """A pass exercise's answer cell as the student receives it, run as it is: it has the
+    exercise's pass name and changes nothing (each pass exercise's first wrong answer)."""
+
+    name: str
+
+    def run(self, definition: Any) -> Any:
+        return definition
 
 
 _PRIVATE = itertools.count()
