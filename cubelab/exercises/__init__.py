@@ -76,7 +76,7 @@ EXERCISES: dict[str, Exercise | Variants] = {}
 
 # chapter modules hold exercises (a capstone's module is named as its notebook); the rest of the
 # package is the machinery
-_CHAPTER = re.compile(r"^(ch\d+|puzzles|capstone_\w+)$")
+_CHAPTER = re.compile(r"^(ch\d+|puzzles(_cubelab)?|capstone_\w+)$")
 
 
 def register(*exercises: Exercise | Variants) -> None:
