@@ -16,7 +16,7 @@ it (empty for the plane puzzles, which a warp-puzzle set could pose), and its fi
 access map of the first attempt (or of the kernel the program launches), committed as
 `notebooks/figures/puzzles_cubelab/<name>.svg` by `write_all_figures`.
 
-Why this module is long (~1000 lines): it is data — twenty-four puzzles' stories, templates,
+Why this module is long (~1700 lines): it is data — twenty-four puzzles' stories, templates,
 programs and hints, each a screen of text — and splitting it by category would scatter the one
 list the notebook, the figures and the tests iterate. The machinery is in `puzzle_kinds.py`, the
 kernels the programs launch in `puzzle_programs.py`.
