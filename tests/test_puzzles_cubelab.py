@@ -151,7 +151,7 @@ def test_kernel_rules_run_after_the_values_and_the_limits(cpu_client):
     """A strided transpose has the right values: only the coalescing rule rejects it, saying
     which line and what efficiency the run measured at the device's plane width."""
     e = ex.get("puzzles_cubelab.transpose_tile")
-    r = e.check(e.first_attempt, cpu_client)
+    r = e.check(e.first_try, cpu_client)
     assert r.status == "wrong" and r.message.startswith("right values")
     assert "writes `out` at 25% efficiency" in r.message and "32 units per plane" in r.message
 

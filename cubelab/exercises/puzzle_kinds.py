@@ -24,9 +24,9 @@ the IR and the access map of the run, as well as the buffers:
   signature decides what is compiled in — and `play(answer, client, trial)` runs the puzzle's
   fixed program around it, on a cleared cache, recording everything.
 
-A kernel puzzle's figure is the access map (`AccessMap.to_svg()`) of its *first attempt* — the
-straightforward kernel a student writes first, which the check rejects (`figure_map`); the puzzle
-module commits the figures and shows them in the questions.
+A kernel puzzle's figure is, as in `puzzles.py`, the access map (`AccessMap.to_svg()`) of its
+*first attempt* (`first_try`) — the straightforward kernel a student writes first, which the
+check rejects; the puzzle module commits the figures and shows them in the questions.
 
 The trap: a check here must not become an answer key in disguise. Every rule measures the
 student's own run (the target number is in the question; what the run did is the student's),
@@ -244,7 +244,6 @@ class KernelPuzzle(Puzzle):
     with a `plane` parameter is given the plane width of the device the check runs on."""
 
     rules: Sequence[Rule] = ()
-    first_attempt: Any = None  # the kernel whose access map is the figure (the trap)
 
     _plane: int = field(default=32, init=False, repr=False)
     _maps: dict[Any, Any] = field(default_factory=dict, init=False, repr=False)
@@ -303,10 +302,10 @@ class KernelPuzzle(Puzzle):
                                    f"{rule.says}: {why}")
         return result
 
-    def figure_map(self) -> Any:
+    def first_try_map(self) -> Any:
         """The access map of the first attempt, on the CPU runtime (the committed figure)."""
         self._plane = 32
-        return self.access_map(self.first_attempt)
+        return super().first_try_map()
 
 
 # -- program puzzles -------------------------------------------------------------------------------

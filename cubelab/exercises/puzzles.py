@@ -109,19 +109,23 @@ class Puzzle(KernelExercise):
         return f"CubeCount.Static({fmt(self.count)}), CubeDim({fmt(self.dim)})"
 
     def describe(self) -> str:
-        """The question as markdown: story, spec, geometry, limits, and the figure of a first
-        attempt's access map (committed as figures/puzzles/<name>.svg)."""
-        inputs = ", ".join(f"`{k}` ({v.size} items)" for k, v in self.arrays.items())
-        scalars = "".join(f", `{k} = {v}`" for k, v in self.scalars.items())
-        limits = ", ".join(f"{name} ≤ {n}" for name, n in self.limits.items() if n is not None)
+        """The question as markdown: the statement, then the figure of a first attempt's access
+        map (committed as figures/puzzles/<name>.svg)."""
         name = self.key.split(".", 1)[1]
-        return (f"### {self.title}\n\n{self.story}\n\n```python\n{self.spec_source}```\n\n"
-                f"Inputs: {inputs}{scalars}; output `out` ({self.out_size} items, zeros before "
-                f"the launch). Launched with `{self.geometry()}`; parameters "
-                f"`({', '.join(self.args)})`.\n\nPer unit: {limits}.\n\n"
+        return (f"{self.statement()}\n\n"
                 f"![The access map of a first attempt at {self.title}](figures/puzzles/{name}.svg)"
                 f"\n\n*A straightforward first attempt, drawn by `AccessMap.to_svg()`: "
                 f"{self.shows}*")
+
+    def statement(self) -> str:
+        """Story, spec, geometry and limits as markdown (the question without its figure)."""
+        inputs = ", ".join(f"`{k}` ({v.size} items)" for k, v in self.arrays.items())
+        scalars = "".join(f", `{k} = {v}`" for k, v in self.scalars.items())
+        limits = ", ".join(f"{name} ≤ {n}" for name, n in self.limits.items() if n is not None)
+        return (f"### {self.title}\n\n{self.story}\n\n```python\n{self.spec_source}```\n\n"
+                f"Inputs: {inputs}{scalars}; output `out` ({self.out_size} items, zeros before "
+                f"the launch). Launched with `{self.geometry()}`; parameters "
+                f"`({', '.join(self.args)})`.\n\nPer unit: {limits}.")
 
     def first_try_map(self) -> Any:
         """The access map of the puzzle's straightforward first attempt (the figure)."""

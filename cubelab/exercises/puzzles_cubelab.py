@@ -88,8 +88,8 @@ def _info(key: str, category: str, only: str, figure: Callable[[Any], Any], capt
     ex = EXERCISES[key]
     if isinstance(ex, KernelPuzzle):
         rules = "; ".join(r.says for r in ex.rules)
-        ex.question = (ex.describe() + (f"\n\nChecked on the run, too: {rules}." if rules
-                                        else "") + "\n\n" + info.image)
+        ex.question = (ex.statement() + (f"\n\nChecked on the run, too: {rules}." if rules
+                                         else "") + "\n\n" + info.image)
     elif isinstance(ex, ProgramPuzzle):
         ex.question = ex.describe() + "\n\n" + info.image
 
@@ -138,7 +138,7 @@ def _program_figure(kernel: Any, count: Any, dim: Any, *arrays: np.ndarray,
 
 
 def _kernel_figure(key: str) -> Callable[[Any], Any]:
-    return lambda client: get_puzzle(key).figure_map()
+    return lambda client: get_puzzle(key).first_try_map()
 
 
 def get_puzzle(key: str) -> Any:
@@ -1193,7 +1193,7 @@ def _kernel_puzzle(key: str, title: str, story: str, spec: Callable[..., np.ndar
                      (template_kernel, first_kernel) + extra, nudge=nudge, worked=worked,
                      story=story, spec_fn=spec, arrays=inputs, out_size=out_size, args=args,
                      count=count, dim=dim, limits=limits, template=template, rules=rules,
-                     first_attempt=first_kernel)
+                     first_try=first_kernel)
     register(p)
     return p
 
