@@ -1,4 +1,4 @@
-"""Write notebooks/15_puzzles_cubelab.ipynb and its figures from cubelab/exercises/puzzles_cubelab.py.
+"""Write notebooks/15_puzzles_cubelab.ipynb and its figures from puzzles_cubelab.py.
 
     .venv/bin/python scripts/puzzles_cubelab_notebook.py          # notebook and figures
     .venv/bin/python scripts/puzzles_cubelab_notebook.py --figures  # figures only
@@ -154,7 +154,8 @@ def build() -> nbformat.NotebookNode:
             cells.append(_tag(code(f'cubelab.exercises.get("{key}").ask()'), key, "question"))
             cells.append(_tag(code("answer = ..."), key, "answer"))
         cells.append(_tag(code(f'cubelab.exercises.get("{key}").show(answer)'), key, "check"))
-        only = info.only_cubelab or "— (a warp-puzzle set could pose it; the answer is your device's)"
+        only = info.only_cubelab or ("— (a warp-puzzle set could pose it; the answer is your "
+                                     "device's)")
         rows.append(f"| {n} | {e.title.split(' · ', 1)[1]} | {info.category} | {only} |")
     cells.append(md(CLOSING.format(rows="\n".join(rows))))
     for i, cell in enumerate(cells):  # stable ids: a rebuild changes only what changed

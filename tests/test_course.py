@@ -366,3 +366,34 @@ def test_the_compiler_capstones_source_assignment_grades_its_solutions_full_mark
     for cell in graded:
         shown = "".join(o.get("text", "") for o in cell.outputs)
         assert ": correct — " in shown, shown
+
+
+def test_the_runtime_capstone_round_trips_through_nbgrader(tmp_path: Path) -> None:
+    """Part II's capstone as a class would get it: built, released, a solved submission
+    autograded on the CPU runtime (threads, streams, a capture window and all) — full marks.
+    Each other chapter and capstone builds (above); this one is graded for real."""
+    name = "capstone_runtime"
+    course = tmp_path / "course"
+    course.mkdir()
+    shutil.copy(ROOT / "course" / "nbgrader_config.py", course)
+    assert main(["course", "build", name, "--notebooks", str(ROOT / "notebooks"),
+                 "--course", str(course)]) == 0
+    _nbgrader(course, "generate_assignment", name)
+    release = json.loads((course / "release" / name / f"{name}.ipynb").read_text())
+    solutions = read_solutions(ROOT / "notebooks" / "solutions" / f"{name}.py")
+    for cell in release["cells"]:
+        key, role = _role(cell)
+        if role == "answer":
+            assert "BEGIN SOLUTION" not in _src(cell) and _src(cell).rstrip().endswith("...")
+            cell["source"] = solutions[key]
+    target = course / "submitted" / "student" / name / f"{name}.ipynb"
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps(release))
+    _nbgrader(course, "autograde", name)
+
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        sub = gb.find_submission(name, "student")
+        assert (sub.score, sub.max_score) == (5.0, 5.0), \
+            {g.name: g.score for g in sub.notebooks[0].grades}

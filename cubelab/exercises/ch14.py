@@ -129,7 +129,7 @@ def _planes(v: Any) -> ValueExercise:
         explanation="⌈units / PLANE_DIM⌉: the last plane may be partial.")
 
 
-# -- 14.2 what a scan gives one unit ----------------------------------------------------------------
+# -- 14.2 what a scan gives one unit --------------------------------------------------------------
 
 def scan_of(client: Any, xs: np.ndarray, unit: int, inclusive: bool) -> float:
     n = xs.size
@@ -166,7 +166,7 @@ def _scan(v: Any) -> ValueExercise:
         explanation="The sum of the lanes before it, in its own plane.")
 
 
-# -- 14.3 a ballot's mask ---------------------------------------------------------------------------
+# -- 14.3 a ballot's mask -------------------------------------------------------------------------
 
 def ballot_of(client: Any, xs: np.ndarray) -> int:
     n = xs.size
@@ -206,7 +206,7 @@ def _ballot(v: Any) -> ValueExercise:
         explanation="Bit k is set where lane k of unit 0's plane voted yes.")
 
 
-# -- 14.4 the tree's barrier phases -----------------------------------------------------------------
+# -- 14.4 the tree's barrier phases ---------------------------------------------------------------
 
 def tree_phases(units: int) -> int:
     from cubelab.inspect import access_map
@@ -245,7 +245,7 @@ def _tree_phases(v: Any) -> ValueExercise:
         explanation="log₂(units) + 2: the load, one per halving, and unit 0's write.")
 
 
-# -- 14.5 write the plane reduction -----------------------------------------------------------------
+# -- 14.5 write the plane reduction ---------------------------------------------------------------
 
 @cube(launch=True)  # noqa: F405
 def block_sum(x: Slice[f32], out: SliceMut[f32]):  # noqa: F405
@@ -335,7 +335,7 @@ def _block_sum(v: Any) -> KernelExercise:
         checks=(_one_barrier, _few_shared_reads))
 
 
-# -- 14.6 bank conflicts of the first tree ----------------------------------------------------------
+# -- 14.6 bank conflicts of the first tree --------------------------------------------------------
 
 def interleaved_worst_ways(client: Any, units: int) -> int:
     from cubelab.inspect import access_map
@@ -374,7 +374,7 @@ def _conflicts(v: Any) -> ValueExercise:
         "few banks.")
 
 
-# -- 14.7 divergence --------------------------------------------------------------------------------
+# -- 14.7 divergence ------------------------------------------------------------------------------
 
 def lanes_seen(client: Any, k: int) -> int:
     out = client.create_from_slice(bytes(4 * 32))

@@ -298,8 +298,7 @@ class KernelPuzzle(Puzzle):
         for rule in self.rules:
             why = rule.test(trial)
             if why:
-                return self._wrong(answer, f"right values, but the puzzle asks for "
-                                   f"{rule.says}: {why}")
+                return self._wrong(answer, f"right values, but asked for {rule.says}; {why}")
         return result
 
     def first_try_map(self) -> Any:
@@ -308,7 +307,7 @@ class KernelPuzzle(Puzzle):
         return super().first_try_map()
 
 
-# -- program puzzles -------------------------------------------------------------------------------
+# -- program puzzles ------------------------------------------------------------------------------
 
 Play = Callable[[Any, Any, Trial], None]
 
@@ -344,6 +343,10 @@ class ProgramPuzzle(Exercise):
     program: str = ""  # the fixed program, as the question shows it
 
     takes_text: ClassVar[bool] = False
+
+    def __post_init__(self) -> None:
+        if not self.question:
+            self.question = self.describe()
 
     def describe(self) -> str:
         rules = "; ".join(r.says for r in self.rules)
@@ -403,7 +406,7 @@ class ProgramPuzzle(Exercise):
         for rule in self.rules:
             why = rule.test(trial)
             if why:
-                return self._wrong(answer, f"the puzzle asks for {rule.says}: {why}")
+                return self._wrong(answer, f"asked for {rule.says}; {why}")
         return self._right(answer, "every requirement holds: "
                            + "; ".join(r.says for r in self.rules) + ".", report=trial)
 

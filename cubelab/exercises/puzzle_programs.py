@@ -21,61 +21,63 @@ from typing import Any
 import numpy as np
 
 from cubelab.exercises.launching import arg, floats, inc, scale
-from cubelab.prelude import *  # noqa: F403
+from cubelab.prelude import (
+    ABSOLUTE_POS, UNIT_POS, Comptime, CubeCount, CubeDim, SharedMemory, Slice, SliceMut,
+    comptime, cube, f32, sync_cube)
 
 __all__ = ["add_ten", "double", "add2", "too_big", "pick", "neg", "scale", "inc", "floats",
            "arg", "ONE", "EIGHT", "read"]
 
-ONE = CubeCount.Static(1)  # noqa: F405
-EIGHT = CubeDim.new_1d(8)  # noqa: F405
+ONE = CubeCount.Static(1)
+EIGHT = CubeDim.new_1d(8)
 
 
-@cube(launch=True)  # noqa: F405
-def add_ten(x: Slice[f32], out: SliceMut[f32]):  # noqa: F405
+@cube(launch=True)
+def add_ten(x: Slice[f32], out: SliceMut[f32]):
     """out = x + 10, guarded: any geometry with enough units is right."""
-    if ABSOLUTE_POS < out.len():  # noqa: F405
-        out[ABSOLUTE_POS] = x[ABSOLUTE_POS] + f32(10.0)  # noqa: F405
+    if ABSOLUTE_POS < out.len():
+        out[ABSOLUTE_POS] = x[ABSOLUTE_POS] + f32(10.0)
 
 
-@cube(launch=True)  # noqa: F405
-def double(x: Slice[f32], out: SliceMut[f32]):  # noqa: F405
+@cube(launch=True)
+def double(x: Slice[f32], out: SliceMut[f32]):
     """out = 2 x: what `too_big` was meant to compute."""
-    if ABSOLUTE_POS < out.len():  # noqa: F405
-        out[ABSOLUTE_POS] = x[ABSOLUTE_POS] + x[ABSOLUTE_POS]  # noqa: F405
+    if ABSOLUTE_POS < out.len():
+        out[ABSOLUTE_POS] = x[ABSOLUTE_POS] + x[ABSOLUTE_POS]
 
 
-@cube(launch=True)  # noqa: F405
-def add2(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):  # noqa: F405
+@cube(launch=True)
+def add2(a: Slice[f32], b: Slice[f32], out: SliceMut[f32]):
     """out = a + b."""
-    if ABSOLUTE_POS < out.len():  # noqa: F405
-        out[ABSOLUTE_POS] = a[ABSOLUTE_POS] + b[ABSOLUTE_POS]  # noqa: F405
+    if ABSOLUTE_POS < out.len():
+        out[ABSOLUTE_POS] = a[ABSOLUTE_POS] + b[ABSOLUTE_POS]
 
 
-@cube(launch=True)  # noqa: F405
-def too_big(x: Slice[f32], out: SliceMut[f32]):  # noqa: F405
+@cube(launch=True)
+def too_big(x: Slice[f32], out: SliceMut[f32]):
     """Meant as out = 2 x through two tiles of 3000 floats: 24 000 bytes of shared memory, more
     than a cube has. It expands in Python; its compile fails on the device thread."""
-    a = SharedMemory[f32](3000)  # noqa: F405
-    b = SharedMemory[f32](3000)  # noqa: F405
-    a[UNIT_POS] = x[ABSOLUTE_POS]  # noqa: F405
-    b[UNIT_POS] = x[ABSOLUTE_POS]  # noqa: F405
-    sync_cube()  # noqa: F405
-    out[ABSOLUTE_POS] = a[UNIT_POS] + b[UNIT_POS]  # noqa: F405
+    a = SharedMemory[f32](3000)
+    b = SharedMemory[f32](3000)
+    a[UNIT_POS] = x[ABSOLUTE_POS]
+    b[UNIT_POS] = x[ABSOLUTE_POS]
+    sync_cube()
+    out[ABSOLUTE_POS] = a[UNIT_POS] + b[UNIT_POS]
 
 
-@cube(launch=True)  # noqa: F405
-def pick(x: Slice[f32], out: SliceMut[f32], k: Comptime[int]):  # noqa: F405
+@cube(launch=True)
+def pick(x: Slice[f32], out: SliceMut[f32], k: Comptime[int]):
     """out = x times weight k of a comptime table of three."""
-    weights = comptime((0.5, 2.0, 3.0))  # noqa: F405
-    if ABSOLUTE_POS < out.len():  # noqa: F405
-        out[ABSOLUTE_POS] = x[ABSOLUTE_POS] * f32(weights[k])  # noqa: F405
+    weights = comptime((0.5, 2.0, 3.0))
+    if ABSOLUTE_POS < out.len():
+        out[ABSOLUTE_POS] = x[ABSOLUTE_POS] * f32(weights[k])
 
 
-@cube(launch=True)  # noqa: F405
-def neg(x: Slice[f32], out: SliceMut[f32]):  # noqa: F405
+@cube(launch=True)
+def neg(x: Slice[f32], out: SliceMut[f32]):
     """out = -x."""
-    if ABSOLUTE_POS < out.len():  # noqa: F405
-        out[ABSOLUTE_POS] = -x[ABSOLUTE_POS]  # noqa: F405
+    if ABSOLUTE_POS < out.len():
+        out[ABSOLUTE_POS] = -x[ABSOLUTE_POS]
 
 
 def read(client: Any, handle: Any) -> np.ndarray:
