@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from cubelab.errors import hinted
 from cubelab.exercises import Misconception, register, variants
 from cubelab.exercises.kinds import CountExercise, FailedBuffersExercise, KernelExercise, RunReport
 from cubelab.exercises.puzzle_kinds import ProgramPuzzle, Rule, Trial, buffers_match, compiles
@@ -377,7 +378,8 @@ def _play_replay(answer: Any, client: Any, trial: Trial) -> None:
     with trial.watch("record"):
         graph = answer(client, x, y)
     if not hasattr(graph, "replay"):
-        raise TypeError(f"`record` returned {graph!r}, not the graph of `stop_capture()`")
+        raise TypeError(hinted(f"`record` returned {graph!r}, not the graph of `stop_capture()`",
+                               "end `record` with `return client.stop_capture()`"))
     trial.notes["recorded"] = len(graph)
     with trial.watch("replays"):
         for b in (1, 2, 3):

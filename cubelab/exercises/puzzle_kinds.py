@@ -46,6 +46,7 @@ from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 import numpy as np
 
+from cubelab.errors import hinted
 from cubelab.exercises.base import Exercise, Result
 from cubelab.exercises.kinds import RunReport, unreadable
 from cubelab.exercises.puzzles import Puzzle
@@ -393,7 +394,8 @@ class ProgramPuzzle(Exercise):
         return trial
 
     def _truth(self, client: Any) -> Trial:
-        raise NotImplementedError("a program puzzle's answer is a program: see its solution")
+        raise NotImplementedError(hinted("a program puzzle's answer is a program, not a value",
+                                         "read its solution (notebooks/solutions/) instead"))
 
     def _check(self, answer: Any, client: Any) -> Result:
         why = self._readable(answer)

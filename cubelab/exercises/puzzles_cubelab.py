@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from cubelab.errors import BufferFailure
+from cubelab.errors import BufferFailure, hinted
 from cubelab.exercises import register, variants
 from cubelab.exercises.base import Misconception
 from cubelab.exercises.kinds import CallsExercise, CountExercise, ValueExercise
@@ -1115,7 +1115,8 @@ def _play_capture(answer: Any, client: Any, trial: Trial) -> None:
     x, y = floats(client, np.zeros(8)), floats(client, np.zeros(8))
     graph = answer(client, x, y)
     if not hasattr(graph, "replay"):
-        raise TypeError(f"`record` returned {graph!r}, not the graph of `stop_capture()`")
+        raise TypeError(hinted(f"`record` returned {graph!r}, not the graph of `stop_capture()`",
+                               "end `record` with `return client.stop_capture()`"))
     with trial.watch("replays"):
         for r in range(3):
             client.write(x, _f(_FX * (r + 1) - r).tobytes())

@@ -57,12 +57,9 @@ NUMERIC: tuple[str, ...] = (
     "ch13.tiled_bytes",
     "capstone_performance.naive_sectors",
     "capstone_performance.naive_flops",
-    "ch10.muls_in_ir",
-    "ch10.cache_knows_passes",
-    "ch11.components_in_c",
-    "ch11.cache_knows_ops",
-    "capstone_compiler.sites",
-    "capstone_compiler.compiles",
+    # the compiler track's numeric exercises (ch10, ch11, its capstone) stay out: their answers
+    # are small counts (0-8) that two exercises above already answer, so a block of them would
+    # let "answer 3 everywhere" pass a third exercise; each is hashed on its own
 )
 
 # Generator [I | S] of a ternary [8, 4, 4] code (found by search; the framework's tests check
