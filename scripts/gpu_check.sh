@@ -5,7 +5,7 @@
 #   bash scripts/gpu_check.sh [suite|bench|all]      (default: all)
 #
 # CUBELAB_GPU_FILES="tests/test_a.py ..." and CUBELAB_GPU_BENCH="peers ..." narrow a run to those
-# test files and benchmarks (device time is scarce). The suite runs every `client` test on both
+# test files and benchmarks (device time is scarce); CUBELAB_GPU_JOBS=N runs N test files at once. The suite runs every `client` test on both
 # GPU runtimes and the CPU one (CUBELAB_TEST_RUNTIMES, default wgpu,cpu,cuda; the CUDA runtime
 # is expected to start: CUBELAB_EXPECT_CUDA=1) and the report counts each runtime apart.
 # A test that errors (in a fixture, at collection) counts as failed, as does a killed file.
@@ -94,19 +94,33 @@ run_suite() {
   if [ -z "${CUBELAB_GPU_FILES:-}" ]; then
     for f in $offline; do say "| tests/$f | not run: installs from apt/PyPI, which this machine cannot reach | | |"; done
   fi
+  # One file: its log, JUnit XML and a row file ("rc seconds") in logs/. Files run JOBS at a
+  # time (CUBELAB_GPU_JOBS, default 1): the GPU machine has 16 cores and the GPU is idle most of
+  # a test's time, so a parallel run buys device time; the rows are reported in file order.
+  run_file() {
+    local f=$1 name log t0=$SECONDS
+    name=$(basename "$f" .py); log="$LOGS/$name.log"
+    if (( SECONDS - SUITE_START > SUITE_BUDGET )); then echo "budget 0" >"$LOGS/$name.row"; return; fi
+    timeout -k 15 "$PER_FILE" "$PY" -X faulthandler -m pytest -q -p no:cacheprovider \
+      -p timeout --timeout="$PER_TEST" --timeout-method=thread -o addopts="" \
+      --junitxml="$LOGS/$name.xml" -rs "$f" >"$log" 2>&1
+    echo "$? $((SECONDS - t0)) $(gpu_state)" >"$LOGS/$name.row"
+  }
+  export -f run_file gpu_state
+  export LOGS PER_FILE PER_TEST PY SUITE_BUDGET
+  export SUITE_START=$SECONDS
+  printf '%s\n' $files | xargs -P "${CUBELAB_GPU_JOBS:-1}" -I{} bash -c 'run_file "$@"' _ {}
   for f in $files; do
-    if (( SECONDS - start > SUITE_BUDGET )); then
+    local name log rc secs state
+    name=$(basename "$f" .py); log="$LOGS/$name.log"
+    read -r rc secs state <"$LOGS/$name.row" 2>/dev/null || { rc=missing; secs=0; state=""; }
+    if [ "$rc" = budget ]; then
       say "| $f | not run (suite budget of ${SUITE_BUDGET}s spent) | | |"
       continue
     fi
-    local log="$LOGS/$(basename "$f" .py).log" t0=$SECONDS rc
-    timeout -k 15 "$PER_FILE" "$PY" -X faulthandler -m pytest -q -p no:cacheprovider \
-      -p timeout --timeout="$PER_TEST" --timeout-method=thread -o addopts="" \
-      --junitxml="$LOGS/$(basename "$f" .py).xml" -rs "$f" >"$log" 2>&1
-    rc=$?
     local line
     line=$(grep -E '^[0-9]+ (passed|failed|skipped|error)|passed|failed|skipped|error' "$log" | tail -1)
-    [ $rc -eq 124 ] || [ $rc -eq 137 ] && { line="KILLED after ${PER_FILE}s (stacks in logs/)"; hung="$hung $f"; }
+    [ "$rc" = 124 ] || [ "$rc" = 137 ] && { line="KILLED after ${PER_FILE}s (stacks in logs/)"; hung="$hung $f"; }
     local p s fl er
     p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+'); total_pass=$((total_pass + ${p:-0}))
     fl=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+'); total_fail=$((total_fail + ${fl:-0}))
@@ -114,7 +128,7 @@ run_suite() {
     er=$(echo "$line" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+'); total_fail=$((total_fail + ${er:-0}))
     if [ -z "$p$fl$er" ] && ! echo "$line" | grep -qE '[0-9]+ (skipped|deselected)'; then total_fail=$((total_fail + 1)); fi
     s=$(echo "$line" | grep -oE '[0-9]+ skipped' | grep -oE '[0-9]+'); total_skip=$((total_skip + ${s:-0}))
-    say "| $f | ${line:-rc=$rc} | $((SECONDS - t0)) | $(gpu_state) |"
+    say "| $f | ${line:-rc=$rc} | $secs | $state |"
   done
   say ""
   say "Suite: **${total_pass} passed, ${total_fail} failed, ${total_skip} skipped** in $((SECONDS - start)) s.${hung:+ Killed files:$hung}"
