@@ -147,3 +147,17 @@ def test_work_counts_without_timing_and_the_roofline_is_built_on_it(client, peak
                          repeats=1, peaks=peaks)
     assert (r.bytes, r.flops, r.sector_bytes, r.compulsory_bytes) == \
         (w.bytes, w.flops, w.sector_bytes, w.compulsory_bytes)
+
+
+def test_the_flops_device_peaks_divides_by_are_the_flops_inspect_work_counts(cpu_client):
+    """`_fma_throughput` divides by units × (steps × 32 + 17): four vec4 chains, an FMA (2
+    flops) a lane a step. It held 4× too many while the chains were scalars (`Vector.new(x)`
+    alone is the scalar x), so every device's compute roof was 4× too high (the H200's through
+    CUDA read 234 TFLOP/s, 3.5× its FP32 peak). The instrument counts what runs."""
+    from cubelab.inspect.peak_kernels import fma_chains
+
+    out = cpu_client.empty(64 * 16)
+    for steps in (2, 3):
+        w = inspect.work(fma_chains.launch_unchecked, cpu_client, CubeCount.Static(1),
+                         CubeDim.new_1d(64), 1.0, steps, BufferArg.from_raw_parts(out, 4 * 64))
+        assert w.flops == 64 * (steps * 32 + 5 + 12)

@@ -34,13 +34,16 @@ def stream_copy(x: Slice[Vector[f32, 4]], out: SliceMut[Vector[f32, 4]]):
 def fma_chains(seed: f32, steps: u32, out: SliceMut[Vector[f32, 4]]):
     # each unit starts from its own value: a chain every unit computed alike would be one
     # chain to a runtime that computes a launch-uniform value once (the CPU runtime does)
+    # The width is written where each vector starts: `Vector.new(x)` alone is the scalar x
+    # until it meets a vector (docs/language.md), and fma of scalars is a quarter of the flops
+    # counted below (device_peaks said 4x the H200's FP32 peak before this was written so).
     s = seed + f32.cast_from(UNIT_POS) * f32(0.001)
-    a = Vector.new(s)
-    b = Vector.new(s + f32(1.0))
-    c = Vector.new(s + f32(2.0))
-    d = Vector.new(s + f32(3.0))
-    m = Vector.new(f32(0.999))
-    k = Vector.new(f32(0.001))
+    a = Vector[f32, 4].new(s)
+    b = Vector[f32, 4].new(s + f32(1.0))
+    c = Vector[f32, 4].new(s + f32(2.0))
+    d = Vector[f32, 4].new(s + f32(3.0))
+    m = Vector[f32, 4].new(f32(0.999))
+    k = Vector[f32, 4].new(f32(0.001))
     for _ in range(steps):
         a = fma(a, m, k)
         b = fma(b, m, k)
