@@ -259,3 +259,47 @@ def test_this_suite_never_writes_into_the_users_cache_folder():
     # before anything opens it; notebook kernels and children inherit the variable
     assert str(cache_dir()).startswith(tempfile.gettempdir())
     assert ".cache" not in str(cache_dir())
+
+
+def test_a_runtime_never_loads_code_another_runtime_compiled(tmp_path, monkeypatch, cpu_client,
+                                                             wgpu_client):
+    """wgpu runs WGSL and shows MSL and CUDA C++; the CUDA runtime runs CUDA C++ and shows WGSL
+    and MSL — one kernel's three sources are the same for both. The content digest once left out
+    which of them runs, so the second runtime's compile was "rekeyed" onto the first one's
+    object and its next process loaded the other runtime's code (on the H200, NVRTC was handed
+    WGSL). Now the digest names the running target, and an entry whose code runs on another
+    target is a miss. Here a key of the CPU runtime is made to point at wgpu's object — what
+    the old digest did — and the CPU runtime compiles rather than load it."""
+    from cubelab import BufferArg, CubeCount, CubeDim
+    from cubelab.prelude import f32
+    from cubelab.runtime import events as ev
+    from tests.fixtures.kernels import saxpy
+
+    import numpy as np
+
+    store = CompilationStore(tmp_path)
+    cpu, gpu = cpu_client._server, wgpu_client._server
+    monkeypatch.setattr(cpu, "_store", store)
+    monkeypatch.setattr(gpu, "_store", store)
+
+    def launch(client):
+        x = client.create_from_slice(f32.as_bytes(np.arange(8, dtype=np.float32)))
+        y = client.create_from_slice(f32.as_bytes(np.ones(8, dtype=np.float32)))
+        with client.events.record(ev.CompileFinished) as rec:
+            saxpy.launch[f32](client, CubeCount.Static(1), CubeDim.new_1d(8), 4, 3.0,
+                              BufferArg.from_raw_parts(x, 8), BufferArg.from_raw_parts(y, 8))
+            got = f32.from_bytes(client.read_one(y))
+        return [e.origin for e in rec.of(ev.CompileFinished)], got
+
+    assert content_digest({"wgsl": "a", "cuda": "b"}, runs="wgsl") != \
+        content_digest({"wgsl": "a", "cuda": "b"}, runs="cuda")
+    launch(wgpu_client)  # compiled on wgpu, stored after its first dispatch
+    (wgpu_key,) = [p for p in (store.base / "keys").rglob("*") if p.is_file()]
+    digest = wgpu_key.read_text().strip()
+    from cubelab.inspect import instance
+
+    k = instance(saxpy, f32, sizes=(4,), cube_dim=CubeDim.new_1d(8))
+    store.save(cpu._store_key(k, k.id()), digest, None)  # the CPU key -> wgpu's object
+    origins, got = launch(cpu_client)
+    assert origins == ["compiled"]
+    np.testing.assert_allclose(got, 3.0 * np.arange(8) + 1.0)

@@ -165,7 +165,8 @@ def _mistakes(client):  # type: ignore[no-untyped-def]
         "a complex array": lambda: client.create_from_slice(np.zeros(4, np.complex64)),
         "a write larger than the buffer": lambda: client.write(h, np.zeros(8, np.float32)),
         "a negative allocation": lambda: client.empty(-4),
-        "an allocation over the device's limit": lambda: client.zeros(2**34),
+        "an allocation over the device's limit": lambda: client.zeros(
+            client.properties().max_buffer_size + 1),
         "a bad stream id": lambda: client.set_stream(0),
         "a misspelt compilation option": lambda: client.set_compilation_options(checkd_io="fixed"),
         "an unknown checked_io rule": lambda: client.set_compilation_options(checked_io="fxed"),

@@ -680,7 +680,8 @@ class Server:
         rewrite = False
         if key is not None:
             stored = store.load(key)  # type: ignore[union-attr]
-            if stored is not None and stored.get("kernel_id") == kernel_id.debug():
+            if stored is not None and stored.get("kernel_id") == kernel_id.debug() \
+                    and getattr(stored.get("compiled"), "target", None) == self.target.name:
                 if stored.get("passes") is not None or not texts:
                     return self._load(stored, kernel_id, t0)
                 # stored without the IR texts someone now listens for: compile, store anew
@@ -722,7 +723,8 @@ class Server:
         out = _Compiled(entry, c.ir, expanded_ir, passes, t1 - t0, t2 - t1, t3 - t2, t4 - t3,
                         texts=texts)
         if key is not None:
-            digest = content_digest({run.name: compiled.source, **entry.extra_sources})
+            digest = content_digest({run.name: compiled.source, **entry.extra_sources},
+                                    runs=run.name)
             stored_already = not rewrite and store.has_content(digest)  # type: ignore[union-attr]
             if stored_already:
                 out.origin = "rekeyed"  # the same code is stored under another key

@@ -145,10 +145,13 @@ def class_identity(cls: type) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
-def content_digest(sources: dict[str, str]) -> str:
+def content_digest(sources: dict[str, str], runs: str = "") -> str:
     """What a compile produced, as one digest: every target's source (the one that runs and the
-    shown ones), by target name."""
-    h = hashlib.sha256()
+    shown ones), by target name, and which of them runs. (Without `runs`, a wgpu compile and a
+    CUDA compile of one kernel — the same three sources, WGSL running in one and CUDA C++ in the
+    other — were one object, and the second server loaded the first one's entry: NVRTC was
+    handed WGSL.)"""
+    h = hashlib.sha256(runs.encode() + b"\0")
     for name in sorted(sources):
         h.update(name.encode() + b"\0" + sources[name].encode() + b"\0")
     return h.hexdigest()
