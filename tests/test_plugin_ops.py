@@ -152,6 +152,8 @@ def test_a_new_spelling_never_meets_a_pipeline_compiled_from_the_old_one(kernels
         first = run(client, apply_softplus, XS)
         key = rec.of(ev.CompileFinished)[-1].options_key
         TARGETS["wgsl"].lower(OP, "log(2.0 + exp({0}))")  # deliberately another function
+        TARGETS["msl"].lower(OP, "log(2.0f + exp({0}))")  # (every target that may run it:
+        TARGETS["cuda"].lower(OP, "logf(2.0f + expf({0}))")  # the CUDA runtime runs this one)
         cpu_step(OP, lambda x: np.log(np.float32(2) + np.exp(x)))
         second = run(client, apply_softplus, XS)
     assert OP in key and identity() in rec.of(ev.CompileFinished)[-1].options_key
