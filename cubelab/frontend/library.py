@@ -17,6 +17,10 @@ polynomial, and the CPU runtime agrees with the GPU to f32 rounding.
 The trap: `plane_*` ops need the adapter's `subgroup` feature. Using one records "subgroup" in
 the scope's features (→ `KernelDefinition.required_features`); a runtime without it refuses the
 launch with an error that says so, and that failure lands on the buffers the launch would write.
+
+Size: ~700 lines, at the project's limit: it is a table — one `Intrinsic` per function a
+kernel may call (math, `select`, barriers, plane ops) — read by name, not by flow; split by
+family it would spread one registration convention over several files.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ A `match` hands each arm's body (a closure), its patterns as comptime values and
 `__cl.match_` (`matching.py` folds it or emits a switch); only the pattern shapes WGSL can
 express pass here (values, `a | b`, `_`), every other one is refused with its caret.
 
-Size: ~800 lines, over the project's ~600, on purpose: the file is one AST pass (`_Analysis`
+Size: ~830 lines, over the project's ~700, on purpose: the file is one AST pass (`_Analysis`
 feeding `_Rewriter`, one `visit_*` per Python construct, sharing the nonlocal/comptime
 bookkeeping), and a construct's refusal, analysis and rewrite are read together.
 """

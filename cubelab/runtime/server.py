@@ -43,7 +43,7 @@ default: nothing to send), `write_bytes(handle, data)`,
 `resolve_dynamic_count(handle)` (default: drain and read the 12 bytes on the host; return None
 to dispatch indirectly instead), `take_async_errors()` (errors the driver reported on the side).
 
-Size: ~1 030 lines, over the project's ~700, on purpose: it is the seed's second hop written
+Size: ~1 200 lines, over the project's ~700, on purpose: it is the seed's second hop written
 once for every backend, and its steps share one lock-free device-thread state (cache, ledger,
 streams, pool); split, each half would reach into the other's state. `launch_run` (runs of
 launches: repeats and prepared launches, ~230 lines) is the ordinary launch's fast path over that
