@@ -41,6 +41,12 @@ declared `read_write` (in the bind-group layout and, as naga requires the two to
 WGSL; `compiler/wgsl.py`), and writable bindings of disjoint or even equal ranges of one buffer
 are allowed. The one read-only usage left is a dynamic count's INDIRECT: when the count's page is
 also bound by the dispatch, its 12 bytes are first copied into a scratch buffer of their own.
+
+Size: ~840 lines, over the project's ~700, on purpose: it is one backend over one wgpu device,
+and its parts — the open pass per stream, the cached bind groups, the info blocks' offsets, the
+loop guard's ring, the dynamic count's check — all read and reset the same per-stream encoding
+state at each submit; the one part that stands alone, the info ring, is its own module
+(`info_ring.py`).
 """
 
 from __future__ import annotations
@@ -156,8 +162,8 @@ _WARM_UP_WGSL = """
 # Seconds each start-up step took in this process (`benchmarks/startup.py` reads them): importing
 # wgpu, requesting the adapter (the driver is loaded then), creating the device.
 STARTUP: dict[str, float] = {}
-# What wgpu said when it found no adapter (the driver's own reason, for the DeviceError).
-STARTUP_ERRORS: list[str] = []
+# What wgpu said the last time it found no adapter (the driver's own reason, for the DeviceError).
+ADAPTER_ERROR: dict[str, str] = {}
 
 
 def request_adapter() -> Any | None:
@@ -179,7 +185,7 @@ def request_adapter() -> Any | None:
         adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     except Exception as exc:  # noqa: BLE001 - "no adapter" comes in several shapes
         # kept for the DeviceError: "no adapter" alone hides a driver that failed to load
-        STARTUP_ERRORS.append(f"{type(exc).__name__}: {exc}".strip())
+        ADAPTER_ERROR["said"] = f"{type(exc).__name__}: {exc}".strip()
         return None
     STARTUP.setdefault("import wgpu", t1 - t0)
     STARTUP.setdefault("adapter", time.perf_counter() - t1)
@@ -225,7 +231,7 @@ class WgpuServer(Server):
         self._wgpu = wgpu
         adapter = request_adapter()
         if adapter is None:
-            said = f" (wgpu said: {STARTUP_ERRORS[-1]})" if STARTUP_ERRORS else ""
+            said = f" (wgpu said: {ADAPTER_ERROR['said']})" if ADAPTER_ERROR else ""
             raise DeviceError(hinted(
                 f"no wgpu adapter{said}", "install a Vulkan driver (on Debian/Ubuntu: apt-get "
                 "install mesa-vulkan-drivers libvulkan1) or use Device.cpu()"))
